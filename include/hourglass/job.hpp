@@ -1,0 +1,54 @@
+// A job as the loader and audit see it (SPEC §5): one run of a job, handed to the delay
+// topology, and the release observed afterwards.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "hourglass/command.hpp"
+#include "hourglass/message.hpp"
+#include "hourglass/time.hpp"
+
+namespace hourglass {
+
+// One run claimed by a loader: everything needed to publish it.
+struct ClaimedRun {
+    std::string id;
+    std::string routing_key;
+    std::string exchange;  // empty: the output exchange
+    std::string body;
+    BasicProperties properties;
+    TimePoint due_at;
+    int run = 1;                   // the run number this release carries (x-hourglass-run)
+    std::optional<CronSpec> cron;  // set for recurring jobs
+};
+
+// A run the broker confirmed: the loader records it (and, for cron, the next due time).
+struct HandedOverRun {
+    std::string id;
+    int run = 1;
+    std::optional<TimePoint> next_due;  // recurring jobs: the next run; empty: the last run
+};
+
+// A release observed by the audit consumer.
+struct ObservedRelease {
+    std::string id;
+    int run = 1;
+    TimePoint due;
+    std::chrono::sys_time<std::chrono::microseconds> released_at;
+};
+
+// The hourglass.stats view (SPEC §7).
+struct Stats {
+    std::int64_t pending = 0;
+    std::int64_t enqueued = 0;
+    std::int64_t done = 0;
+    std::int64_t cancelled = 0;
+    std::int64_t oldest_pending_lag_ms = 0;
+    std::optional<TimePoint> next_due_at;
+    std::optional<double> lateness_p50_ms;
+    std::optional<double> lateness_p99_ms;
+    std::optional<double> lateness_max_ms;
+};
+
+}  // namespace hourglass

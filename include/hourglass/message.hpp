@@ -1,0 +1,93 @@
+// An AMQP 0-9-1 message as hourglass sees it, free of any rabbitmq-c type.
+//
+// Field values keep their exact AMQP type, so a header published as a signed
+// 16-bit integer is released as a signed 16-bit integer (SPEC §3.1: properties
+// are released unchanged). src/amqp/ converts to and from rabbitmq-c.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace hourglass {
+
+struct FieldValue;
+// Tables keep their order and may repeat keys, exactly as they arrived on the wire.
+using FieldTable = std::vector<std::pair<std::string, FieldValue>>;
+using FieldArray = std::vector<FieldValue>;
+
+struct Decimal {
+    std::uint8_t decimals = 0;
+    std::uint32_t value = 0;
+    bool operator==(const Decimal&) const = default;
+};
+// AMQP timestamp: seconds since the epoch.
+struct Timestamp {
+    std::uint64_t seconds = 0;
+    bool operator==(const Timestamp&) const = default;
+};
+// AMQP byte array ('x'), distinct from a long string ('S').
+struct ByteArray {
+    std::string bytes;
+    bool operator==(const ByteArray&) const = default;
+};
+// AMQP void ('V').
+struct Void {
+    bool operator==(const Void&) const = default;
+};
+
+struct FieldValue {
+    // Long strings are byte strings: they may hold any bytes, not only UTF-8.
+    using Variant = std::variant<Void, bool, std::int8_t, std::uint8_t, std::int16_t, std::uint16_t,
+                                 std::int32_t, std::uint32_t, std::int64_t, std::uint64_t, float,
+                                 double, Decimal, std::string, Timestamp, ByteArray, FieldArray,
+                                 FieldTable>;
+    Variant value;
+
+    FieldValue() = default;
+    template <typename T>
+        requires std::is_constructible_v<Variant, T&&>
+    FieldValue(T&& v) : value(std::forward<T>(v)) {}  // NOLINT: implicit by design
+
+    bool operator==(const FieldValue&) const = default;
+};
+
+// The basic properties of AMQP 0-9-1; absent ones are empty.
+struct BasicProperties {
+    std::optional<std::string> content_type;
+    std::optional<std::string> content_encoding;
+    std::optional<FieldTable> headers;
+    std::optional<std::uint8_t> delivery_mode;
+    std::optional<std::uint8_t> priority;
+    std::optional<std::string> correlation_id;
+    std::optional<std::string> reply_to;
+    std::optional<std::string> expiration;
+    std::optional<std::string> message_id;
+    std::optional<std::uint64_t> timestamp;
+    std::optional<std::string> type;
+    std::optional<std::string> user_id;
+    std::optional<std::string> app_id;
+    std::optional<std::string> cluster_id;
+
+    bool operator==(const BasicProperties&) const = default;
+};
+
+// A message to publish, or one received.
+struct Message {
+    std::string exchange;
+    std::string routing_key;
+    std::string body;
+    BasicProperties properties;
+};
+
+// Looks a header up by name; the first occurrence wins. nullptr when absent.
+const FieldValue* find_header(const BasicProperties& properties, std::string_view name) noexcept;
+// Sets a header, replacing every existing occurrence.
+void set_header(BasicProperties& properties, std::string name, FieldValue value);
+// Removes every occurrence of a header. Returns whether any was removed.
+bool remove_header(BasicProperties& properties, std::string_view name);
+
+}  // namespace hourglass

@@ -1,0 +1,35 @@
+// Time values used across hourglass: UTC instants with millisecond precision.
+//
+// Parsing returns a value or nothing and never throws on user input; the
+// caller decides how to report the error (SPEC §3.3).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace hourglass {
+
+using Milliseconds = std::chrono::milliseconds;
+// An instant on the UTC time line, to the millisecond (sys_time ignores leap seconds, like
+// RabbitMQ, PostgreSQL and RFC 3339 tools do).
+using TimePoint = std::chrono::sys_time<Milliseconds>;
+
+// The current instant, truncated to milliseconds.
+TimePoint now_ms() noexcept;
+
+// Parses an RFC 3339 date-time with a mandatory offset (`Z`, `z`, `+01:00`, `-05:30`),
+// an optional fraction of any length (truncated to milliseconds) and `T`, `t` or a space
+// between date and time. Returns nothing for anything else, including out-of-range fields.
+std::optional<TimePoint> parse_rfc3339(std::string_view text) noexcept;
+
+// Formats as UTC with exactly three fraction digits: `2026-11-22T09:30:00.250Z` (SPEC §6).
+std::string format_rfc3339_ms(TimePoint instant);
+
+// Milliseconds since the Unix epoch, and back.
+std::int64_t to_epoch_ms(TimePoint instant) noexcept;
+TimePoint from_epoch_ms(std::int64_t epoch_ms) noexcept;
+
+}  // namespace hourglass

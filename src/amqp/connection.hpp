@@ -1,0 +1,142 @@
+// A thin RAII wrapper over one rabbitmq-c connection.
+//
+// One Connection is used by one thread only (rabbitmq-c is not thread-safe).
+// Every rabbitmq-c status is checked; failures become exceptions:
+// ChannelError when the broker closed a channel (the connection stays usable
+// after reopening the channel), ConnectionError when the connection is gone
+// (the caller reconnects with backoff). No rabbitmq-c type leaves src/amqp/.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "hourglass/message.hpp"
+
+struct amqp_connection_state_t_;
+
+namespace hourglass::amqp {
+
+class Error : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+// The broker closed a channel (e.g. a declare with different arguments): reopen it.
+class ChannelError : public Error {
+public:
+    ChannelError(const std::string& what, std::uint16_t reply_code)
+        : Error(what), reply_code_(reply_code) {}
+    std::uint16_t reply_code() const noexcept { return reply_code_; }
+
+private:
+    std::uint16_t reply_code_;
+};
+// The connection is lost or was closed by the broker: reconnect.
+class ConnectionError : public Error {
+public:
+    using Error::Error;
+};
+
+struct ConnectionOptions {
+    std::string url;  // amqp://user:pass@host:port/vhost or amqps://
+    std::string connection_name = "hourglass";
+    std::chrono::seconds heartbeat{30};
+    std::chrono::milliseconds connect_timeout{5000};
+    std::string ca_cert_file;  // amqps: CA bundle to verify the broker (empty: system default)
+    int frame_max = 131072;
+};
+
+// An exchange or queue argument table (x-message-ttl, alternate-exchange, ...).
+using Arguments = FieldTable;
+
+// A message delivered to a consumer.
+struct Delivery {
+    std::uint16_t channel = 0;
+    std::uint64_t delivery_tag = 0;
+    bool redelivered = false;
+    Message message;  // message.exchange is the exchange it was published to
+};
+// The broker's answer to published messages on a confirm channel.
+struct Confirm {
+    std::uint16_t channel = 0;
+    std::uint64_t delivery_tag = 0;  // publish sequence number
+    bool multiple = false;           // covers every tag up to delivery_tag
+    bool ack = true;                 // false: basic.nack, the broker did not take it
+};
+// A mandatory message the broker could not route.
+struct Returned {
+    std::uint16_t channel = 0;
+    std::uint16_t reply_code = 0;
+    Message message;
+};
+using Event = std::variant<Delivery, Confirm, Returned>;
+
+class Connection {
+public:
+    // Opens the socket, logs in and opens nothing else. Throws ConnectionError.
+    explicit Connection(const ConnectionOptions& options);
+    ~Connection() noexcept;
+    Connection(const Connection&) = delete;
+    Connection& operator=(const Connection&) = delete;
+    Connection(Connection&&) noexcept;
+    Connection& operator=(Connection&&) noexcept;
+
+    void open_channel(std::uint16_t channel);
+    void close_channel(std::uint16_t channel) noexcept;
+
+    void declare_exchange(std::uint16_t channel, const std::string& name, const std::string& type,
+                          const Arguments& arguments = {});
+    // Durable queue unless exclusive; returns the queue name (the broker's for an empty name).
+    std::string declare_queue(std::uint16_t channel, const std::string& name,
+                              const Arguments& arguments, bool exclusive = false);
+    void bind_queue(std::uint16_t channel, const std::string& queue, const std::string& exchange,
+                    const std::string& binding_key, const Arguments& arguments = {});
+    void bind_exchange(std::uint16_t channel, const std::string& destination,
+                       const std::string& source, const std::string& binding_key);
+    void delete_queue(std::uint16_t channel, const std::string& name);
+    void delete_exchange(std::uint16_t channel, const std::string& name);
+    // Number of ready messages in a queue (passive declare); nullopt when it does not exist.
+    std::optional<std::uint32_t> queue_message_count(std::uint16_t channel,
+                                                     const std::string& queue);
+    std::optional<std::uint32_t> purge_queue(std::uint16_t channel, const std::string& queue);
+
+    // Per-consumer prefetch (never `global`, SPEC §9).
+    void set_prefetch(std::uint16_t channel, std::uint16_t count);
+    void enable_confirms(std::uint16_t channel);
+    std::string consume(std::uint16_t channel, const std::string& queue, bool no_ack = false,
+                        const std::string& consumer_tag = {});
+    void cancel_consumer(std::uint16_t channel, const std::string& consumer_tag);
+
+    // Publishes message.exchange / message.routing_key. With confirms enabled the returned
+    // number is this publish's sequence number on the channel (1, 2, ...).
+    std::uint64_t publish(std::uint16_t channel, const Message& message, bool mandatory = false);
+    void ack(std::uint16_t channel, std::uint64_t delivery_tag, bool multiple = false);
+    void reject(std::uint16_t channel, std::uint64_t delivery_tag, bool requeue);
+
+    // Waits up to `timeout` for the next delivery, confirm or return.
+    // Returns nothing on timeout. A zero timeout only looks at what has already arrived.
+    std::optional<Event> next_event(std::chrono::microseconds timeout);
+
+    // The socket, for poll() together with other descriptors; and whether rabbitmq-c already
+    // buffered data, in which case poll() would not report it.
+    int socket_fd() const noexcept;
+    bool has_buffered_data() const noexcept;
+
+private:
+    struct StateDeleter {
+        void operator()(amqp_connection_state_t_* state) const noexcept;
+    };
+    std::unique_ptr<amqp_connection_state_t_, StateDeleter> state_;
+    std::vector<std::uint64_t> publish_sequence_;  // per channel, for confirm channels
+    std::vector<bool> confirm_channels_;
+};
+
+// The URL with its password replaced by "***", for logs (SPEC §8: secrets are never logged).
+std::string mask_url_password(const std::string& url);
+
+}  // namespace hourglass::amqp

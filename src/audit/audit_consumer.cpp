@@ -1,0 +1,98 @@
+#include "audit/audit_consumer.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include "common/retry.hpp"
+
+namespace hourglass::audit {
+
+namespace {
+constexpr std::uint16_t kChannel = 1;
+
+std::optional<std::int64_t> integer_header(const Message& message, std::string_view name) {
+    const auto* value = find_header(message.properties, name);
+    if (value == nullptr) return std::nullopt;
+    return std::visit(
+        [](const auto& v) -> std::optional<std::int64_t> {
+            using T = std::decay_t<decltype(v)>;
+            if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)
+                return static_cast<std::int64_t>(v);
+            else return std::nullopt;
+        },
+        value->value);
+}
+
+const std::string* string_header(const Message& message, std::string_view name) {
+    const auto* value = find_header(message.properties, name);
+    return value ? std::get_if<std::string>(&value->value) : nullptr;
+}
+
+void audit_session(const AuditOptions& options, std::stop_token stop) {
+    store::JobStore store(options.store);
+    auto connection_options = options.amqp;
+    connection_options.connection_name = "hourglass audit";
+    amqp::Connection connection(connection_options);
+    connection.open_channel(kChannel);
+    connection.set_prefetch(kChannel, options.prefetch);
+    connection.consume(kChannel, options.names.audit);
+    spdlog::info("audit: consuming {}", options.names.audit);
+
+    std::vector<ObservedRelease> batch;
+    std::uint64_t last_tag = 0;
+    std::optional<std::chrono::steady_clock::time_point> flush_at;
+    auto flush = [&] {
+        if (last_tag == 0) return;
+        store.record_releases(batch);
+        connection.ack(kChannel, last_tag, /*multiple=*/true);
+        spdlog::debug("audit: recorded {} releases", batch.size());
+        batch.clear();
+        last_tag = 0;
+        flush_at.reset();
+    };
+
+    while (!stop.stop_requested()) {
+        auto wait = std::chrono::microseconds{100000};
+        if (flush_at) {
+            wait = std::max(std::chrono::microseconds{0},
+                            std::chrono::duration_cast<std::chrono::microseconds>(
+                                *flush_at - std::chrono::steady_clock::now()));
+        }
+        if (auto event = connection.next_event(wait)) {
+            auto* delivery = std::get_if<amqp::Delivery>(&*event);
+            if (delivery == nullptr) continue;
+            const auto received_at =
+                std::chrono::time_point_cast<std::chrono::microseconds>(std::chrono::system_clock::now());
+            if (auto release = observed_release(delivery->message, received_at)) {
+                batch.push_back(std::move(*release));
+            } else {
+                spdlog::warn("audit: a message without hourglass headers on {}; ignored",
+                             options.names.audit);
+            }
+            last_tag = delivery->delivery_tag;
+            if (!flush_at) flush_at = std::chrono::steady_clock::now() + options.batch_wait;
+            if (batch.size() >= options.batch_size) flush();
+        } else if (flush_at && std::chrono::steady_clock::now() >= *flush_at) {
+            flush();
+        }
+    }
+    flush();
+}
+
+}  // namespace
+
+std::optional<ObservedRelease> observed_release(
+    const Message& message, std::chrono::sys_time<std::chrono::microseconds> received_at) {
+    const auto* id = string_header(message, header::kId);
+    const auto* due = string_header(message, header::kDue);
+    const auto run = integer_header(message, header::kRun);
+    if (id == nullptr || due == nullptr || !run) return std::nullopt;
+    const auto due_at = parse_rfc3339(*due);
+    if (!due_at) return std::nullopt;
+    return ObservedRelease{*id, static_cast<int>(*run), *due_at, received_at};
+}
+
+void run_audit(const AuditOptions& options, std::stop_token stop) {
+    run_with_reconnect("audit", stop, [&] { audit_session(options, stop); });
+}
+
+}  // namespace hourglass::audit

@@ -1,0 +1,76 @@
+#include "cli/options.hpp"
+
+#include <charconv>
+#include <stdexcept>
+#include <unistd.h>
+
+namespace hourglass::cli {
+
+Milliseconds parse_duration(const std::string& text) {
+    std::int64_t value = 0;
+    const auto* end = text.data() + text.size();
+    const auto [unit_start, error] = std::from_chars(text.data(), end, value);
+    if (error != std::errc{} || value < 0) {
+        throw std::invalid_argument("'" + text + "' is not a duration (e.g. 250ms, 60s, 5m)");
+    }
+    const std::string unit(unit_start, end);
+    static const std::pair<const char*, std::int64_t> kUnits[] = {
+        {"", 1}, {"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}, {"d", 86400000}};
+    for (const auto& [name, factor] : kUnits) {
+        if (unit == name) return Milliseconds{value * factor};
+    }
+    throw std::invalid_argument("'" + text + "' has an unknown unit (use ms, s, m, h or d)");
+}
+
+amqp::ConnectionOptions ServiceOptions::amqp() const {
+    amqp::ConnectionOptions options;
+    options.url = amqp_url;
+    options.ca_cert_file = amqp_ca_cert;
+    return options;
+}
+
+store::StoreOptions ServiceOptions::store() const { return {pg_url, schema}; }
+
+delay::TopologyOptions ServiceOptions::topology() const {
+    delay::TopologyOptions options;
+    options.names = delay::TopologyNames(prefix);
+    options.queue_type = queue_type == "quorum" ? delay::QueueType::quorum : delay::QueueType::classic;
+    options.audit = !no_audit;
+    return options;
+}
+
+ingest::IngestOptions ServiceOptions::ingest() const {
+    ingest::IngestOptions options;
+    options.amqp = amqp();
+    options.store = store();
+    options.names = delay::TopologyNames(prefix);
+    options.limits.max_body_bytes = max_body;
+    options.limits.max_delay = parse_duration(max_delay);
+    options.limits.output_exchange = options.names.output;
+    options.horizon = parse_duration(horizon);
+    return options;
+}
+
+loader::LoaderOptions ServiceOptions::loader() const {
+    loader::LoaderOptions options;
+    options.amqp = amqp();
+    options.store = store();
+    options.topology = topology();
+    options.horizon = parse_duration(horizon);
+    options.lease = parse_duration(lease);
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    options.owner = std::string(host) + ":" + std::to_string(getpid()) + ":" +
+                    generate_uuid().substr(0, 8);
+    return options;
+}
+
+audit::AuditOptions ServiceOptions::audit() const {
+    audit::AuditOptions options;
+    options.amqp = amqp();
+    options.store = store();
+    options.names = delay::TopologyNames(prefix);
+    return options;
+}
+
+}  // namespace hourglass::cli

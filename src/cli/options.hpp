@@ -1,0 +1,41 @@
+// Configuration of every command, built in one place from flags and environment variables
+// (flag > environment > default). Names are documented in README.md ("Settings").
+#pragma once
+
+#include <string>
+
+#include "audit/audit_consumer.hpp"
+#include "delay/topology.hpp"
+#include "hourglass/command.hpp"
+#include "ingest/ingest.hpp"
+#include "loader/loader.hpp"
+
+namespace hourglass::cli {
+
+struct ServiceOptions {
+    std::string amqp_url = "amqp://guest:guest@127.0.0.1:5672/%2f";
+    std::string amqp_ca_cert;
+    std::string pg_url = "postgresql://127.0.0.1:5432/hourglass";
+    std::string prefix = "hourglass";
+    std::string schema = "hourglass";
+    std::string queue_type = "classic";
+    std::string horizon = "60s";
+    std::string lease = "30s";
+    std::string max_delay = "3650d";
+    std::size_t max_body = 1024 * 1024;
+    bool no_audit = false;
+    std::string log_level = "info";
+
+    ingest::IngestOptions ingest() const;
+    loader::LoaderOptions loader() const;
+    audit::AuditOptions audit() const;
+    amqp::ConnectionOptions amqp() const;
+    store::StoreOptions store() const;
+    delay::TopologyOptions topology() const;
+};
+
+// "250ms", "60s", "5m", "2h", "7d", or a plain number of milliseconds. Throws
+// std::invalid_argument with a message naming the value.
+Milliseconds parse_duration(const std::string& text);
+
+}  // namespace hourglass::cli

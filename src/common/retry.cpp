@@ -1,0 +1,41 @@
+#include "common/retry.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <condition_variable>
+#include <mutex>
+
+namespace hourglass {
+
+bool sleep_unless_stopped(std::stop_token stop, std::chrono::milliseconds duration) {
+    std::mutex mutex;
+    std::condition_variable_any wake;
+    std::unique_lock lock(mutex);
+    return !wake.wait_for(lock, stop, duration, [] { return false; }) && !stop.stop_requested();
+}
+
+void run_with_reconnect(const std::string& component, std::stop_token stop,
+                        const std::function<void()>& body, Backoff backoff) {
+    auto delay = backoff.initial;
+    int failures = 0;
+    while (!stop.stop_requested()) {
+        const auto started = std::chrono::steady_clock::now();
+        try {
+            body();
+            return;
+        } catch (const std::exception& error) {
+            ++failures;
+            // A connection that worked for a while starts the backoff over.
+            if (std::chrono::steady_clock::now() - started > std::chrono::seconds{30}) {
+                delay = backoff.initial;
+                failures = 1;
+            }
+            spdlog::warn("{}: {} (retry {} in {} ms)", component, error.what(), failures,
+                         delay.count());
+        }
+        if (!sleep_unless_stopped(stop, delay)) return;
+        delay = std::min(delay * 2, backoff.max);
+    }
+}
+
+}  // namespace hourglass

@@ -1,0 +1,103 @@
+#include "delay/topology.hpp"
+
+#include <algorithm>
+
+#include "amqp/connection.hpp"
+
+namespace hourglass::delay {
+
+TopologyNames::TopologyNames(std::string prefix_)
+    : prefix(std::move(prefix_)),
+      input(prefix + ".in"),
+      output(prefix + ".out"),
+      unroutable(prefix + ".unroutable"),
+      rejected(prefix + ".rejected"),
+      release(prefix + ".delay.release"),
+      audit(prefix + ".delay.audit") {}
+
+std::string TopologyNames::delay(Milliseconds ttl) const {
+    return prefix + ".delay." + std::to_string(ttl.count());
+}
+
+DelayLadder::DelayLadder(Milliseconds horizon, Milliseconds step) : step_(step) {
+    for (Milliseconds ttl{0}; ttl < horizon + step; ttl += step) ttls_.push_back(ttl);
+}
+
+DelayLadder DelayLadder::for_horizon(Milliseconds horizon) {
+    constexpr long kMaxQueues = 64;
+    const long seconds = std::max<long>(1, (horizon.count() + 999) / 1000);
+    // Whole seconds, and few enough steps that ttl 0 .. >= horizon fits in 64 queues.
+    const long step_seconds = std::max<long>(1, (seconds + kMaxQueues - 3) / (kMaxQueues - 2));
+    // A 2 s step for the default 60 s horizon: 31 queues, a run waits at most 2 s in memory.
+    const long chosen = std::max<long>(step_seconds, seconds >= 30 ? 2 : 1);
+    return DelayLadder(horizon, std::chrono::seconds{chosen});
+}
+
+Milliseconds DelayLadder::ttl_for(TimePoint due, TimePoint now) const noexcept {
+    const auto remaining = due - now;
+    if (remaining <= Milliseconds{0}) return Milliseconds{0};
+    const auto index = std::min<std::size_t>(static_cast<std::size_t>(remaining / step_),
+                                             ttls_.size() - 1);
+    return ttls_[index];
+}
+
+TimePoint DelayLadder::publish_at(TimePoint due, TimePoint now) const noexcept {
+    return due - ttl_for(due, now);
+}
+
+namespace {
+
+amqp::Arguments queue_arguments(QueueType type) {
+    amqp::Arguments arguments;
+    arguments.emplace_back("x-queue-type",
+                           std::string(type == QueueType::quorum ? "quorum" : "classic"));
+    return arguments;
+}
+
+}  // namespace
+
+void declare_topology(amqp::Connection& connection, std::uint16_t channel,
+                      const TopologyOptions& options, const DelayLadder& ladder) {
+    const auto& names = options.names;
+    const auto plain_queue = queue_arguments(options.queue_type);
+
+    connection.declare_exchange(channel, names.input, "topic");
+    connection.declare_queue(channel, names.input, plain_queue);
+    connection.bind_queue(channel, names.input, names.input, "#");
+
+    connection.declare_exchange(channel, names.unroutable, "fanout");
+    connection.declare_queue(channel, names.unroutable, plain_queue);
+    connection.bind_queue(channel, names.unroutable, names.unroutable, "");
+
+    connection.declare_exchange(channel, names.output, "topic",
+                                {{"alternate-exchange", names.unroutable}});
+
+    connection.declare_exchange(channel, names.rejected, "fanout");
+    connection.declare_queue(channel, names.rejected, plain_queue);
+    connection.bind_queue(channel, names.rejected, names.rejected, "");
+
+    connection.declare_exchange(channel, names.release, "fanout");
+    connection.bind_exchange(channel, names.output, names.release, "");
+    if (options.audit) {
+        connection.declare_queue(channel, names.audit, plain_queue);
+        connection.bind_queue(channel, names.audit, names.release, "");
+    }
+
+    for (const auto ttl : ladder.ttls()) {
+        const auto name = names.delay(ttl);
+        auto arguments = queue_arguments(options.queue_type);
+        arguments.emplace_back("x-message-ttl", static_cast<std::int64_t>(ttl.count()));
+        arguments.emplace_back("x-dead-letter-exchange", names.release);
+        if (options.queue_type == QueueType::quorum) {
+            // Quorum queues dead-letter at most once unless asked; at-least-once needs
+            // reject-publish overflow (RabbitMQ 3.10+).
+            arguments.emplace_back("x-dead-letter-strategy", std::string("at-least-once"));
+            arguments.emplace_back("x-overflow", std::string("reject-publish"));
+        }
+        connection.declare_exchange(channel, name, "fanout");
+        connection.declare_queue(channel, name, arguments);
+        connection.bind_queue(channel, name, name, "");
+    }
+}
+
+}  // namespace hourglass::delay

@@ -1,0 +1,69 @@
+// The broker topology of SPEC §2 and the delay queues of SPEC §5.3.
+//
+// Delay design: a fixed ladder of TTL queues, ttl = 0, step, 2*step, ..., >= horizon (at most
+// 64 queues whatever the load). Each delay queue has its own fanout exchange, so a job is
+// published with its own routing key (kept through dead-lettering) and no routing header.
+// The loader publishes a run at exactly `due - ttl` into the largest ttl that fits, so every
+// message makes one hop and the broker releases it at its due time even if hourglass dies
+// after publishing. All delay queues dead-letter into the release fanout exchange, which feeds
+// the output exchange (exchange-to-exchange binding) and the audit queue; the audit copy is
+// therefore not a binding of the output exchange, whose alternate exchange still fires.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "hourglass/time.hpp"
+
+namespace hourglass::amqp {
+class Connection;
+}
+
+namespace hourglass::delay {
+
+enum class QueueType { classic, quorum };
+
+struct TopologyNames {
+    explicit TopologyNames(std::string prefix = "hourglass");
+    std::string prefix;
+    std::string input;       // exchange and queue hourglass.in
+    std::string output;      // exchange hourglass.out
+    std::string unroutable;  // exchange and queue hourglass.unroutable
+    std::string rejected;    // exchange and queue hourglass.rejected
+    std::string release;     // fanout exchange the delay queues dead-letter into
+    std::string audit;       // queue receiving a copy of every release
+    std::string delay(Milliseconds ttl) const;  // exchange and queue of one TTL
+};
+
+// Which TTL queue a run goes to, and when it must be published.
+class DelayLadder {
+public:
+    // step: distance between TTLs; the ladder reaches at least `horizon`.
+    DelayLadder(Milliseconds horizon, Milliseconds step);
+    // The ladder for a horizon: at most 64 queues, step a whole number of seconds.
+    static DelayLadder for_horizon(Milliseconds horizon);
+
+    const std::vector<Milliseconds>& ttls() const noexcept { return ttls_; }
+    // The largest TTL not longer than due - now (0 when due has passed).
+    Milliseconds ttl_for(TimePoint due, TimePoint now) const noexcept;
+    // When to publish a run due at `due` if it is in hand at `now`: due - ttl_for(due, now).
+    TimePoint publish_at(TimePoint due, TimePoint now) const noexcept;
+
+private:
+    std::vector<Milliseconds> ttls_;
+    Milliseconds step_;
+};
+
+struct TopologyOptions {
+    TopologyNames names;
+    QueueType queue_type = QueueType::classic;
+    bool audit = true;
+};
+
+// Declares everything idempotently on an open channel. Every queue gets an explicit
+// x-queue-type (SPEC §9).
+void declare_topology(amqp::Connection& connection, std::uint16_t channel,
+                      const TopologyOptions& options, const DelayLadder& ladder);
+
+}  // namespace hourglass::delay

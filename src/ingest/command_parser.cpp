@@ -1,0 +1,355 @@
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+#include "hourglass/command.hpp"
+#include "hourglass/properties_json.hpp"
+
+namespace hourglass {
+
+std::string_view to_string(CommandStatus status) noexcept {
+    switch (status) {
+        case CommandStatus::scheduled: return "scheduled";
+        case CommandStatus::duplicate: return "duplicate";
+        case CommandStatus::replaced: return "replaced";
+        case CommandStatus::cancelled: return "cancelled";
+        case CommandStatus::too_late: return "too_late";
+        case CommandStatus::not_found: return "not_found";
+        case CommandStatus::rejected: return "rejected";
+    }
+    return "rejected";
+}
+
+std::string receipt_json(const std::string& id, const CommandOutcome& outcome) {
+    nlohmann::json receipt;
+    receipt["id"] = is_storable_text(id) ? nlohmann::json(id) : nlohmann::json(nullptr);
+    receipt["status"] = to_string(outcome.status);
+    receipt["due"] = outcome.due ? nlohmann::json(format_rfc3339_ms(*outcome.due)) : nullptr;
+    receipt["error"] = outcome.error.empty() ? nlohmann::json(nullptr) : nlohmann::json(outcome.error);
+    return receipt.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+namespace {
+
+// A printable, bounded rendering of user bytes for error messages.
+std::string quote(std::string_view bytes) {
+    constexpr std::size_t kMaxShown = 64;
+    std::string out = "'";
+    for (std::size_t i = 0; i < bytes.size() && i < kMaxShown; ++i) {
+        const auto c = static_cast<unsigned char>(bytes[i]);
+        if (c >= 0x20 && c < 0x7f && c != '\'' && c != '\\') {
+            out += static_cast<char>(c);
+        } else {
+            static constexpr char kHex[] = "0123456789abcdef";
+            out += "\\x";
+            out += kHex[c >> 4];
+            out += kHex[c & 0xf];
+        }
+    }
+    if (bytes.size() > kMaxShown) out += "...";
+    return out + "'";
+}
+
+std::string_view type_name(const FieldValue& value) {
+    static constexpr std::string_view kNames[] = {
+        "void", "bool", "i8",      "u8",        "i16",   "u16",   "i32",  "u32",  "i64",
+        "u64",  "f32",  "f64",     "decimal",   "string", "timestamp", "bytes", "array", "table"};
+    return kNames[value.value.index()];
+}
+
+// "<value> (<type>)" for error messages.
+std::string describe(const FieldValue& value) {
+    return std::visit(
+        [&](const auto& v) -> std::string {
+            using T = std::decay_t<decltype(v)>;
+            if constexpr (std::is_same_v<T, std::string>) return quote(v) + " (string)";
+            else if constexpr (std::is_same_v<T, bool>) return v ? "true (bool)" : "false (bool)";
+            else if constexpr (std::is_integral_v<T>)
+                return std::to_string(static_cast<long long>(v)) + " (" +
+                       std::string(type_name(value)) + ")";
+            else if constexpr (std::is_floating_point_v<T>)
+                return std::to_string(v) + " (" + std::string(type_name(value)) + ")";
+            else return "a value of type " + std::string(type_name(value));
+        },
+        value.value);
+}
+
+std::optional<std::int64_t> parse_decimal_integer(std::string_view text) {
+    if (text.empty() || text.size() > 20) return std::nullopt;
+    std::int64_t value = 0;
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (error != std::errc{} || end != text.data() + text.size()) return std::nullopt;
+    return value;
+}
+
+// An integer from any integer type, an integral float, or a decimal string.
+std::optional<std::int64_t> integer_of(const FieldValue& value) {
+    return std::visit(
+        [](const auto& v) -> std::optional<std::int64_t> {
+            using T = std::decay_t<decltype(v)>;
+            if constexpr (std::is_same_v<T, bool>) return std::nullopt;
+            else if constexpr (std::is_same_v<T, std::uint64_t>) {
+                if (v > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+                    return std::nullopt;
+                return static_cast<std::int64_t>(v);
+            } else if constexpr (std::is_integral_v<T>) return static_cast<std::int64_t>(v);
+            else if constexpr (std::is_floating_point_v<T>) {
+                if (!std::isfinite(v) || std::trunc(v) != v || std::fabs(v) > 9.0e15)
+                    return std::nullopt;
+                return static_cast<std::int64_t>(v);
+            } else if constexpr (std::is_same_v<T, std::string>) return parse_decimal_integer(v);
+            else return std::nullopt;
+        },
+        value.value);
+}
+
+// true/false from a bool, "true"/"false" (any case), or 1/0.
+std::optional<bool> boolean_of(const FieldValue& value) {
+    if (const auto* b = std::get_if<bool>(&value.value)) return *b;
+    if (const auto* s = std::get_if<std::string>(&value.value)) {
+        std::string lower;
+        for (char c : *s) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        if (lower == "true" || lower == "1") return true;
+        if (lower == "false" || lower == "0") return false;
+        return std::nullopt;
+    }
+    const auto number = integer_of(value);
+    if (number == 1) return true;
+    if (number == 0) return false;
+    return std::nullopt;
+}
+
+const std::string* string_of(const FieldValue& value) {
+    return std::get_if<std::string>(&value.value);
+}
+
+struct Rejected {
+    std::string error;
+};
+
+// Helpers below throw Rejected, caught once in parse_command: the reason travels as a value.
+[[noreturn]] void reject(std::string error) { throw Rejected{std::move(error)}; }
+
+std::string header_name(std::string_view name) { return std::string(name); }
+
+TimePoint checked_due(std::string_view name, const FieldValue& value, TimePoint due,
+                      TimePoint received_at, const CommandLimits& limits) {
+    if (due - received_at > limits.max_delay) {
+        reject(header_name(name) + ": " + describe(value) + " is more than --max-delay (" +
+               std::to_string(limits.max_delay.count()) + " ms) ahead");
+    }
+    return due;
+}
+
+TimePoint due_from_delay(const FieldValue& value, TimePoint received_at,
+                         const CommandLimits& limits) {
+    const auto delay = integer_of(value);
+    if (!delay) {
+        reject("x-delay: " + describe(value) +
+               " is not an integer number of milliseconds");
+    }
+    if (*delay < 0) reject("x-delay: " + describe(value) + " is negative; it must be >= 0 ms");
+    if (Milliseconds{*delay} > limits.max_delay) {
+        reject("x-delay: " + describe(value) + " exceeds --max-delay (" +
+               std::to_string(limits.max_delay.count()) + " ms)");
+    }
+    return received_at + Milliseconds{*delay};
+}
+
+// Epoch milliseconds far enough from the representable limits to do arithmetic on.
+constexpr std::int64_t kMaxEpochMs = 253402300799999;  // 9999-12-31T23:59:59.999Z
+
+TimePoint due_from_schedule_at(const FieldValue& value, TimePoint received_at,
+                               const CommandLimits& limits) {
+    std::optional<TimePoint> due;
+    if (const auto* timestamp = std::get_if<Timestamp>(&value.value)) {
+        if (timestamp->seconds <= static_cast<std::uint64_t>(kMaxEpochMs / 1000))
+            due = from_epoch_ms(static_cast<std::int64_t>(timestamp->seconds) * 1000);
+    } else if (const auto* text = string_of(value); text && text->find_first_not_of(
+                                                                "0123456789") != std::string::npos) {
+        due = parse_rfc3339(*text);
+        if (!due) {
+            reject("x-schedule-at: " + describe(value) +
+                   " is not an RFC 3339 time with offset (e.g. 2026-11-22T09:30:00.250Z) or "
+                   "epoch milliseconds");
+        }
+    } else if (const auto epoch_ms = integer_of(value)) {
+        if (*epoch_ms >= 0 && *epoch_ms <= kMaxEpochMs) due = from_epoch_ms(*epoch_ms);
+    } else {
+        reject("x-schedule-at: " + describe(value) +
+               " is neither an RFC 3339 string nor epoch milliseconds");
+    }
+    if (!due) reject("x-schedule-at: " + describe(value) + " is out of range");
+    return checked_due("x-schedule-at", value, *due, received_at, limits);
+}
+
+CronSpec cron_from_headers(const BasicProperties& properties, const FieldValue& expression) {
+    CronSpec spec;
+    const auto* text = string_of(expression);
+    if (!text) reject("x-cron: " + describe(expression) + " is not a string");
+    spec.expression = *text;
+    if (const auto* tz = find_header(properties, header::kCronTz)) {
+        const auto* zone = string_of(*tz);
+        if (!zone) reject("x-cron-tz: " + describe(*tz) + " is not a string");
+        spec.zone = *zone;
+    }
+    if (const auto* until = find_header(properties, header::kCronUntil)) {
+        const auto* until_text = string_of(*until);
+        spec.until = until_text ? parse_rfc3339(*until_text) : std::nullopt;
+        if (!spec.until) reject("x-cron-until: " + describe(*until) + " is not an RFC 3339 time");
+    }
+    if (const auto* limit = find_header(properties, header::kCronLimit)) {
+        const auto value = integer_of(*limit);
+        if (!value || *value < 1 || *value > std::numeric_limits<int>::max()) {
+            reject("x-cron-limit: " + describe(*limit) + " is not a positive integer");
+        }
+        spec.limit = static_cast<int>(*value);
+    }
+    return spec;
+}
+
+// The properties the job will be released with (SPEC §3.1).
+BasicProperties release_properties(BasicProperties properties, const std::string& id) {
+    for (const auto name : {header::kDelay, header::kScheduleAt, header::kCron, header::kCronTz,
+                            header::kCronUntil, header::kCronLimit, header::kReplace,
+                            header::kCancel, header::kReplyTo, header::kExchange}) {
+        remove_header(properties, name);
+    }
+    if (properties.user_id) {
+        set_header(properties, std::string(header::kUserId), *properties.user_id);
+        properties.user_id.reset();
+    }
+    if (properties.expiration) {
+        set_header(properties, std::string(header::kExpiration), *properties.expiration);
+        properties.expiration.reset();
+    }
+    properties.delivery_mode = 2;
+    properties.message_id = id;
+    if (properties.headers && properties.headers->empty()) properties.headers.reset();
+    return properties;
+}
+
+Command parse_or_throw(const Message& message, TimePoint received_at, const CommandLimits& limits,
+                       const std::function<std::string()>& generate_id, Command& command) {
+    const auto& properties = message.properties;
+    if (properties.headers && properties.headers->size() > limits.max_header_count) {
+        reject("headers: " + std::to_string(properties.headers->size()) +
+               " entries exceed the limit of " + std::to_string(limits.max_header_count));
+    }
+    if (const auto* reply_to = find_header(properties, header::kReplyTo)) {
+        const auto* queue = string_of(*reply_to);
+        if (!queue || queue->empty() || queue->size() > 255) {
+            reject("x-reply-to: " + describe(*reply_to) + " is not a queue name");
+        }
+        command.reply_to = *queue;
+    }
+    const bool has_id = properties.message_id && !properties.message_id->empty();
+    if (has_id) {
+        if (!is_storable_text(*properties.message_id)) {
+            reject("message_id: " + quote(*properties.message_id) + " is not valid UTF-8 text");
+        }
+        command.id = *properties.message_id;
+    }
+
+    if (const auto* cancel = find_header(properties, header::kCancel)) {
+        const auto value = boolean_of(*cancel);
+        if (!value) reject("x-cancel: " + describe(*cancel) + " is not true or false");
+        if (*value) {
+            if (!has_id) reject("x-cancel: message_id must be set to the id of the job to cancel");
+            command.action = CancelCommand{command.id};
+            return command;
+        }
+    }
+
+    const auto* delay = find_header(properties, header::kDelay);
+    const auto* schedule_at = find_header(properties, header::kScheduleAt);
+    const auto* cron = find_header(properties, header::kCron);
+    const int time_headers = (delay ? 1 : 0) + (schedule_at ? 1 : 0) + (cron ? 1 : 0);
+    if (time_headers == 0) {
+        reject("no time header: set exactly one of x-delay, x-schedule-at or x-cron");
+    }
+    if (time_headers > 1) {
+        std::string names;
+        for (const auto& [name, present] :
+             {std::pair{header::kDelay, delay}, {header::kScheduleAt, schedule_at},
+              {header::kCron, cron}}) {
+            if (present) names += (names.empty() ? "" : " and ") + std::string(name);
+        }
+        reject(names + " are all set: set exactly one time header");
+    }
+    if (!cron) {
+        for (const auto name : {header::kCronTz, header::kCronUntil, header::kCronLimit}) {
+            if (find_header(properties, name)) reject(std::string(name) + ": set without x-cron");
+        }
+    }
+    if (message.body.size() > limits.max_body_bytes) {
+        reject("body: " + std::to_string(message.body.size()) + " bytes exceed --max-body (" +
+               std::to_string(limits.max_body_bytes) + " bytes)");
+    }
+    if (!is_storable_text(message.routing_key)) {
+        reject("routing key: " + quote(message.routing_key) + " is not valid UTF-8 text");
+    }
+
+    ScheduleCommand schedule;
+    schedule.routing_key = message.routing_key;
+    schedule.accepted_at = received_at;
+    if (const auto* replace = find_header(properties, header::kReplace)) {
+        const auto value = boolean_of(*replace);
+        if (!value) reject("x-replace: " + describe(*replace) + " is not true or false");
+        schedule.replace = *value;
+    }
+    if (const auto* target = find_header(properties, header::kExchange)) {
+        const auto* name = string_of(*target);
+        if (!name || name->empty() || !is_storable_text(*name)) {
+            reject("x-hourglass-exchange: " + describe(*target) + " is not an exchange name");
+        }
+        if (*name != limits.output_exchange) {
+            if (!limits.allow_exchange || !std::regex_match(*name, *limits.allow_exchange)) {
+                reject("x-hourglass-exchange: exchange " + quote(*name) +
+                       " is not allowed (see --allow-exchange)");
+            }
+            schedule.exchange = *name;
+        }
+    }
+
+    if (delay) {
+        schedule.due_at = due_from_delay(*delay, received_at, limits);
+    } else if (schedule_at) {
+        schedule.due_at = due_from_schedule_at(*schedule_at, received_at, limits);
+    } else {
+        auto spec = cron_from_headers(properties, *cron);
+        if (!limits.first_cron_run) reject("x-cron: recurring jobs are not enabled");
+        auto first = limits.first_cron_run(spec, received_at);
+        if (auto* error = std::get_if<std::string>(&first)) reject(*error);
+        schedule.due_at = std::get<TimePoint>(first);
+        schedule.cron = std::move(spec);
+    }
+
+    if (!has_id) command.id = generate_id();
+    schedule.id = command.id;
+    schedule.body = message.body;
+    schedule.properties = release_properties(properties, command.id);
+    command.action = std::move(schedule);
+    return command;
+}
+
+}  // namespace
+
+Command parse_command(const Message& message, TimePoint received_at, const CommandLimits& limits,
+                      const std::function<std::string()>& generate_id) {
+    Command command;
+    command.correlation_id = message.properties.correlation_id;
+    try {
+        return parse_or_throw(message, received_at, limits, generate_id, command);
+    } catch (const Rejected& rejected) {
+        command.action = Rejection{rejected.error};
+        return command;
+    } catch (const std::exception& error) {
+        // Defensive: no input may crash ingest; report what went wrong.
+        command.action = Rejection{std::string("command could not be read: ") + error.what()};
+        return command;
+    }
+}
+
+}  // namespace hourglass

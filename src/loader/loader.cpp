@@ -1,0 +1,273 @@
+#include "loader/loader.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <map>
+
+#include "common/retry.hpp"
+
+namespace hourglass::loader {
+
+namespace {
+constexpr std::uint16_t kChannel = 1;
+// While publishes await confirms the publisher polls the socket this often at most.
+constexpr auto kConfirmPoll = std::chrono::microseconds{1000};
+constexpr auto kIdleWait = Milliseconds{100};
+constexpr auto kShutdownConfirmWait = std::chrono::seconds{5};
+}  // namespace
+
+Loader::Loader(LoaderOptions options, NextRunFunction next_run)
+    : options_(std::move(options)),
+      next_run_(std::move(next_run)),
+      ladder_(delay::DelayLadder::for_horizon(options_.horizon)) {}
+
+Loader::~Loader() = default;
+
+void Loader::wake() {
+    {
+        std::lock_guard lock(mutex_);
+        wake_requested_ = true;
+    }
+    claimer_wake_.notify_one();
+}
+
+std::size_t Loader::in_memory_runs() const {
+    std::lock_guard lock(mutex_);
+    return schedule_.size() + in_flight_;
+}
+
+void Loader::run(std::stop_token stop) {
+    std::stop_callback wake_on_stop(stop, [this] {
+        claimer_wake_.notify_all();
+        publisher_wake_.notify_all();
+    });
+    std::jthread publisher([this, stop](std::stop_token) { publish_loop(stop); });
+    claim_loop(stop);
+}
+
+void Loader::schedule(std::vector<ClaimedRun> runs) {
+    if (runs.empty()) return;
+    const auto now = now_ms();
+    {
+        std::lock_guard lock(mutex_);
+        for (auto& run : runs) {
+            in_memory_bytes_ += run.body.size();
+            const auto publish_at = ladder_.publish_at(run.due_at, now);
+            schedule_.push(Scheduled{publish_at, std::move(run)});
+        }
+    }
+    publisher_wake_.notify_one();
+}
+
+void Loader::confirmed(std::vector<HandedOverRun> runs) {
+    {
+        std::lock_guard lock(mutex_);
+        for (auto& run : runs) confirmed_.push_back(std::move(run));
+    }
+    claimer_wake_.notify_one();
+}
+
+void Loader::claim_loop(std::stop_token stop) {
+    // After `stop` the claimer keeps going until the publisher has finished, so that confirmed
+    // runs are recorded. If the database fails after `stop`, leases simply expire.
+    run_with_reconnect("loader (PostgreSQL)", stop, [&] {
+        store::JobStore store(options_.store);
+        spdlog::info("loader: connected to PostgreSQL");
+        while (true) {
+            std::vector<HandedOverRun> handed_over;
+            bool publisher_done = false;
+            {
+                std::lock_guard lock(mutex_);
+                handed_over.swap(confirmed_);
+                publisher_done = publisher_done_;
+            }
+            try {
+                store.record_handed_over(options_.owner, handed_over);
+            } catch (...) {
+                std::lock_guard lock(mutex_);
+                confirmed_.insert(confirmed_.begin(), handed_over.begin(), handed_over.end());
+                throw;
+            }
+            handed_over_total_ += handed_over.size();
+            if (!handed_over.empty()) spdlog::debug("loader: {} runs handed over", handed_over.size());
+
+            if (stop.stop_requested()) {
+                if (publisher_done) {
+                    finish_claims(store);
+                    return;
+                }
+            } else {
+                std::size_t capacity = 0;
+                {
+                    std::lock_guard lock(mutex_);
+                    const auto held = schedule_.size() + in_flight_;
+                    if (held < options_.max_in_memory_runs &&
+                        in_memory_bytes_ < options_.max_in_memory_bytes) {
+                        capacity = std::min(options_.claim_batch, options_.max_in_memory_runs - held);
+                    }
+                    wake_requested_ = false;
+                }
+                if (capacity > 0) {
+                    auto runs = store.claim_due(options_.owner, now_ms() + options_.horizon,
+                                                capacity, options_.lease);
+                    const bool maybe_more = runs.size() == capacity;
+                    if (!runs.empty()) spdlog::debug("loader: claimed {} runs", runs.size());
+                    schedule(std::move(runs));
+                    if (maybe_more) continue;
+                }
+            }
+            std::unique_lock lock(mutex_);
+            claimer_wake_.wait_for(lock, options_.poll_interval, [&] {
+                return wake_requested_ || !confirmed_.empty() || publisher_done_ != publisher_done ||
+                       (stop.stop_requested() && publisher_done_);
+            });
+        }
+    });
+}
+
+void Loader::finish_claims(store::JobStore& store) {
+    std::vector<std::string> unpublished;
+    {
+        std::lock_guard lock(mutex_);
+        while (!schedule_.empty()) {
+            unpublished.push_back(schedule_.top().run.id);
+            schedule_.pop();
+        }
+        in_memory_bytes_ = 0;
+    }
+    store.release_claims(options_.owner, unpublished);
+    if (!unpublished.empty()) {
+        spdlog::info("loader: gave back {} claimed runs not yet published", unpublished.size());
+    }
+}
+
+Message Loader::release_message(const ClaimedRun& run, TimePoint now) const {
+    Message message;
+    message.exchange = options_.topology.names.delay(ladder_.ttl_for(run.due_at, now));
+    message.routing_key = run.routing_key;
+    message.body = run.body;
+    message.properties = run.properties;
+    message.properties.delivery_mode = 2;
+    set_header(message.properties, std::string(header::kId), run.id);
+    set_header(message.properties, std::string(header::kDue), format_rfc3339_ms(run.due_at));
+    set_header(message.properties, std::string(header::kRun), static_cast<std::int64_t>(run.run));
+    return message;
+}
+
+void Loader::publish_loop(std::stop_token stop) {
+    run_with_reconnect("loader (RabbitMQ)", stop, [&] { publish_session(stop); });
+    {
+        std::lock_guard lock(mutex_);
+        publisher_done_ = true;
+    }
+    claimer_wake_.notify_all();
+}
+
+void Loader::publish_session(std::stop_token stop) {
+    auto connection_options = options_.amqp;
+    connection_options.connection_name = "hourglass loader";
+    amqp::Connection connection(connection_options);
+    connection.open_channel(kChannel);
+    connection.enable_confirms(kChannel);
+    spdlog::info("loader: connected to RabbitMQ");
+
+    std::map<std::uint64_t, Scheduled> in_flight;  // by publish sequence number
+    std::optional<std::chrono::steady_clock::time_point> stop_deadline;
+
+    // Runs the broker did not confirm go back to the schedule and are published again.
+    auto requeue = [&](auto first, auto last) {
+        std::lock_guard lock(mutex_);
+        for (auto it = first; it != last; ++it) {
+            schedule_.push(std::move(it->second));
+            --in_flight_;
+        }
+    };
+    auto settle = [&](const amqp::Confirm& confirm) {
+        const auto first = in_flight.begin();
+        const auto last = confirm.multiple ? in_flight.upper_bound(confirm.delivery_tag)
+                                           : in_flight.find(confirm.delivery_tag);
+        auto end = (last != in_flight.end() && !confirm.multiple) ? std::next(last) : last;
+        auto begin = confirm.multiple ? first : last;
+        if (begin == in_flight.end()) return;
+        if (confirm.ack) {
+            std::vector<HandedOverRun> runs;
+            std::size_t bytes = 0;
+            const auto now = now_ms();
+            for (auto it = begin; it != end; ++it) {
+                const auto& run = it->second.run;
+                bytes += run.body.size();
+                runs.push_back({run.id, run.run, next_run_ ? next_run_(run, now) : std::nullopt});
+            }
+            {
+                std::lock_guard lock(mutex_);
+                in_flight_ -= runs.size();
+                in_memory_bytes_ -= std::min(in_memory_bytes_, bytes);
+            }
+            confirmed(std::move(runs));
+        } else {
+            spdlog::warn("loader: broker refused {} publishes; publishing them again",
+                         std::distance(begin, end));
+            requeue(begin, end);
+        }
+        in_flight.erase(begin, end);
+    };
+
+    try {
+        while (true) {
+            std::vector<Scheduled> due_now;
+            TimePoint next_publish = now_ms() + kIdleWait;
+            {
+                std::lock_guard lock(mutex_);
+                if (!stop.stop_requested()) {
+                    const auto now = now_ms();
+                    while (!schedule_.empty() && schedule_.top().publish_at <= now &&
+                           in_flight_ < options_.max_unconfirmed) {
+                        due_now.push_back(schedule_.top());
+                        schedule_.pop();
+                        ++in_flight_;
+                    }
+                    if (!schedule_.empty()) next_publish = std::min(next_publish, schedule_.top().publish_at);
+                }
+            }
+            for (auto& scheduled : due_now) {
+                const auto sequence =
+                    connection.publish(kChannel, release_message(scheduled.run, now_ms()));
+                in_flight.emplace(sequence, std::move(scheduled));
+            }
+            if (stop.stop_requested()) {
+                if (!stop_deadline) stop_deadline = std::chrono::steady_clock::now() + kShutdownConfirmWait;
+                if (in_flight.empty() || std::chrono::steady_clock::now() > *stop_deadline) break;
+            }
+
+            if (!in_flight.empty()) {
+                const auto until_publish = std::chrono::duration_cast<std::chrono::microseconds>(
+                    next_publish - now_ms());
+                const auto wait = std::clamp(until_publish, std::chrono::microseconds{0}, kConfirmPoll);
+                for (auto event = connection.next_event(wait); event;
+                     event = connection.next_event(std::chrono::microseconds{0})) {
+                    if (const auto* confirm = std::get_if<amqp::Confirm>(&*event)) settle(*confirm);
+                }
+            } else {
+                {
+                    std::unique_lock lock(mutex_);
+                    publisher_wake_.wait_until(lock, next_publish, [&] {
+                        return stop.stop_requested() ||
+                               (!schedule_.empty() && schedule_.top().publish_at <= now_ms());
+                    });
+                }
+                // Keeps heartbeats flowing and notices a closed connection.
+                while (auto event = connection.next_event(std::chrono::microseconds{0})) {
+                }
+            }
+        }
+    } catch (...) {
+        requeue(in_flight.begin(), in_flight.end());
+        throw;
+    }
+    if (!in_flight.empty()) {
+        spdlog::warn("loader: {} publishes unconfirmed at shutdown; their leases will expire",
+                     in_flight.size());
+    }
+}
+
+}  // namespace hourglass::loader

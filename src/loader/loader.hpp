@@ -1,0 +1,94 @@
+// The loader (SPEC §5.2): claims runs due within the horizon from PostgreSQL and hands each
+// to the delay topology with publisher confirms; a run is recorded as handed over only after
+// the broker confirmed it.
+//
+// Two threads, so that database round trips never delay a publish:
+//  - the claimer (PostgreSQL) claims runs into an in-memory schedule (bounded by count and
+//    bytes) and records confirmed runs in batches;
+//  - the publisher (RabbitMQ) publishes each run at `due - ttl` into the TTL queue chosen by
+//    the DelayLadder, with a bounded window of unconfirmed publishes.
+// wake() makes the claimer look at once (a job accepted already due within the horizon).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <queue>
+#include <stop_token>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "amqp/connection.hpp"
+#include "delay/topology.hpp"
+#include "hourglass/job.hpp"
+#include "store/job_store.hpp"
+
+namespace hourglass::loader {
+
+struct LoaderOptions {
+    amqp::ConnectionOptions amqp;
+    store::StoreOptions store;
+    delay::TopologyOptions topology;
+    Milliseconds horizon{60000};
+    Milliseconds poll_interval{500};
+    Milliseconds lease{30000};
+    std::size_t claim_batch = 1000;
+    std::size_t max_unconfirmed = 256;          // publishes awaiting a broker confirm
+    std::size_t max_in_memory_runs = 50000;     // claimed runs waiting for their publish time
+    std::size_t max_in_memory_bytes = 64u << 20;
+    std::string owner;  // lease owner id, unique per process
+};
+
+// Computes what a confirmed run leaves behind (next run of a recurring job); set by cron.
+using NextRunFunction = std::function<std::optional<TimePoint>(const ClaimedRun&, TimePoint now)>;
+
+class Loader {
+public:
+    Loader(LoaderOptions options, NextRunFunction next_run = {});
+    ~Loader();
+    Loader(const Loader&) = delete;
+    Loader& operator=(const Loader&) = delete;
+
+    // Runs both threads until `stop`; then publishes nothing more, waits (bounded) for
+    // outstanding confirms, records them and gives back unpublished claims.
+    void run(std::stop_token stop);
+    void wake();
+
+    // Figures for metrics and tests.
+    std::size_t in_memory_runs() const;
+    std::uint64_t runs_handed_over() const noexcept { return handed_over_total_.load(); }
+
+private:
+    struct Scheduled {
+        TimePoint publish_at;
+        ClaimedRun run;
+        bool operator>(const Scheduled& other) const { return publish_at > other.publish_at; }
+    };
+
+    void claim_loop(std::stop_token stop);
+    void publish_loop(std::stop_token stop);
+    void publish_session(std::stop_token stop);
+    Message release_message(const ClaimedRun& run, TimePoint now) const;
+    void schedule(std::vector<ClaimedRun> runs);
+    void confirmed(std::vector<HandedOverRun> runs);
+    void finish_claims(store::JobStore& store);
+
+    LoaderOptions options_;
+    NextRunFunction next_run_;
+    delay::DelayLadder ladder_;
+
+    mutable std::mutex mutex_;
+    std::condition_variable publisher_wake_;
+    std::condition_variable claimer_wake_;
+    std::priority_queue<Scheduled, std::vector<Scheduled>, std::greater<>> schedule_;
+    std::size_t in_flight_ = 0;        // published, not yet confirmed
+    std::size_t in_memory_bytes_ = 0;  // bodies of scheduled and in-flight runs
+    std::vector<HandedOverRun> confirmed_;
+    bool wake_requested_ = false;
+    bool publisher_done_ = false;
+    std::atomic<std::uint64_t> handed_over_total_{0};
+};
+
+}  // namespace hourglass::loader

@@ -1,0 +1,337 @@
+#include "store/job_store.hpp"
+
+#include <pqxx/pqxx>
+#include <regex>
+#include <unordered_map>
+
+#include "hourglass/properties_json.hpp"
+
+namespace hourglass::store {
+
+using nlohmann::json;
+
+namespace {
+
+// Epoch milliseconds of a timestamptz column, exact (extract() is numeric on PG 14+).
+constexpr const char* kJobColumns =
+    "j.id, j.routing_key, j.exchange, floor(extract(epoch FROM j.due_at) * 1000)::bigint, "
+    "j.runs, j.body, j.properties::text, j.cron, j.cron_tz, "
+    "floor(extract(epoch FROM j.cron_until) * 1000)::bigint, j.cron_limit";
+
+json optional_time(const std::optional<TimePoint>& time) {
+    return time ? json(format_rfc3339_ms(*time)) : json(nullptr);
+}
+
+json job_row(const ScheduleCommand& job) {
+    json row = {{"id", job.id},
+                {"routing_key", job.routing_key},
+                {"exchange", job.exchange.empty() ? json(nullptr) : json(job.exchange)},
+                {"due_at", format_rfc3339_ms(job.due_at)},
+                {"accepted_at", format_rfc3339_ms(job.accepted_at)},
+                {"body", base64_encode(job.body)},
+                {"properties", properties_to_json(job.properties)}};
+    if (job.cron) {
+        row["cron"] = job.cron->expression;
+        row["cron_tz"] = job.cron->zone;
+        row["cron_until"] = optional_time(job.cron->until);
+        row["cron_limit"] = job.cron->limit ? json(*job.cron->limit) : json(nullptr);
+    }
+    return row;
+}
+
+constexpr const char* kJobRecordset =
+    "jsonb_to_recordset($1::jsonb) AS x(id text, routing_key text, exchange text, "
+    "due_at timestamptz, accepted_at timestamptz, body text, properties jsonb, cron text, "
+    "cron_tz text, cron_until timestamptz, cron_limit integer)";
+
+TimePoint time_of(const pqxx::field& field) { return from_epoch_ms(field.as<std::int64_t>()); }
+
+std::optional<TimePoint> optional_time_of(const pqxx::field& field) {
+    if (field.is_null()) return std::nullopt;
+    return time_of(field);
+}
+
+void prepare_statements(pqxx::connection& c) {
+    c.prepare("insert_jobs",
+              std::string("INSERT INTO jobs (id, routing_key, exchange, due_at, accepted_at, body, "
+                          "properties, cron, cron_tz, cron_until, cron_limit) "
+                          "SELECT x.id, x.routing_key, x.exchange, x.due_at, x.accepted_at, "
+                          "decode(x.body, 'base64'), x.properties, x.cron, x.cron_tz, "
+                          "x.cron_until, x.cron_limit FROM ") +
+                  kJobRecordset + " ON CONFLICT (id) DO NOTHING RETURNING id");
+    c.prepare("due_of_ids",
+              "SELECT id, floor(extract(epoch FROM due_at) * 1000)::bigint FROM jobs "
+              "WHERE id IN (SELECT jsonb_array_elements_text($1::jsonb))");
+    c.prepare("lock_job",
+              "SELECT state, lease_owner IS NOT NULL, cron IS NOT NULL, "
+              "floor(extract(epoch FROM due_at) * 1000)::bigint FROM jobs WHERE id = $1 "
+              "FOR UPDATE");
+    c.prepare("replace_job",
+              std::string("UPDATE jobs j SET routing_key = x.routing_key, exchange = x.exchange, "
+                          "due_at = x.due_at, accepted_at = x.accepted_at, "
+                          "body = decode(x.body, 'base64'), properties = x.properties, "
+                          "cron = x.cron, cron_tz = x.cron_tz, cron_until = x.cron_until, "
+                          "cron_limit = x.cron_limit, state = 'pending', lease_owner = NULL, "
+                          "lease_until = NULL, updated_at = now() FROM ") +
+                  kJobRecordset + " WHERE j.id = x.id");
+    c.prepare("cancel_job",
+              "UPDATE jobs SET state = 'cancelled', updated_at = now() WHERE id = $1");
+    c.prepare("claim_due",
+              std::string(
+                  "WITH fresh AS ("
+                  "  SELECT id FROM jobs WHERE state = 'pending' AND lease_owner IS NULL "
+                  "  AND due_at <= $2 ORDER BY due_at LIMIT $3 FOR UPDATE SKIP LOCKED), "
+                  "expired AS ("
+                  "  SELECT id FROM jobs WHERE lease_owner IS NOT NULL AND lease_until < now() "
+                  "  AND state = 'pending' ORDER BY lease_until LIMIT $3 FOR UPDATE SKIP LOCKED) "
+                  "UPDATE jobs j SET lease_owner = $1, "
+                  "lease_until = now() + $4 * interval '1 millisecond', updated_at = now() "
+                  "WHERE j.id IN (SELECT id FROM fresh UNION ALL SELECT id FROM expired) "
+                  "RETURNING ") +
+                  kJobColumns);
+    c.prepare("record_handed_over",
+              "UPDATE jobs j SET runs = x.run, enqueued_at = now(), updated_at = now(), "
+              "lease_owner = NULL, lease_until = NULL, due_at = COALESCE(x.next_due, j.due_at), "
+              "state = CASE WHEN j.state = 'cancelled' THEN 'cancelled' "
+              "             WHEN x.next_due IS NOT NULL THEN 'pending' "
+              "             WHEN COALESCE(j.released_run, 0) >= x.run THEN 'done' "
+              "             ELSE 'enqueued' END "
+              "FROM jsonb_to_recordset($2::jsonb) AS x(id text, run integer, next_due timestamptz) "
+              "WHERE j.id = x.id AND j.lease_owner = $1 AND j.runs = x.run - 1");
+    c.prepare("release_claims",
+              "UPDATE jobs SET lease_owner = NULL, lease_until = NULL, updated_at = now() "
+              "WHERE lease_owner = $1 AND id IN (SELECT jsonb_array_elements_text($2::jsonb))");
+    c.prepare("record_releases",
+              "UPDATE jobs j SET released_at = to_timestamp(x.released_us / 1000000.0), "
+              "released_run = GREATEST(COALESCE(j.released_run, 0), x.run), "
+              "lateness_ms = extract(epoch FROM to_timestamp(x.released_us / 1000000.0) - "
+              "              GREATEST(to_timestamp(x.due_ms / 1000.0), j.accepted_at)) * 1000, "
+              "state = CASE WHEN j.state = 'enqueued' AND j.runs <= x.run THEN 'done' "
+              "             ELSE j.state END, updated_at = now() "
+              "FROM jsonb_to_recordset($1::jsonb) AS x(id text, run integer, due_ms bigint, "
+              "released_us bigint) WHERE j.id = x.id");
+    c.prepare("stats",
+              "SELECT pending, enqueued, done, cancelled, oldest_pending_lag_ms, "
+              "floor(extract(epoch FROM next_due_at) * 1000)::bigint, lateness_p50_ms, "
+              "lateness_p99_ms, lateness_max_ms FROM stats");
+    c.prepare("next_claimable_due",
+              "SELECT floor(extract(epoch FROM min(due_at)) * 1000)::bigint FROM jobs "
+              "WHERE state = 'pending' AND lease_owner IS NULL");
+}
+
+CommandOutcome schedule_one(pqxx::work& tx, const ScheduleCommand& job) {
+    const json rows = json::array({job_row(job)});
+    const auto existing = tx.exec_prepared("lock_job", job.id);
+    if (existing.empty()) {
+        tx.exec_prepared("insert_jobs", rows.dump());
+        return {CommandStatus::scheduled, job.due_at, {}};
+    }
+    const auto state = existing[0][0].as<std::string>();
+    const bool leased = existing[0][1].as<bool>();
+    const auto current_due = time_of(existing[0][3]);
+    if (!job.replace) return {CommandStatus::duplicate, current_due, {}};
+    // SPEC §3.1: a run due within the horizon belongs to the delay topology.
+    if (state == "enqueued" || (state == "pending" && leased)) {
+        return {CommandStatus::too_late, current_due, {}};
+    }
+    tx.exec_prepared("replace_job", rows.dump());
+    return {CommandStatus::replaced, job.due_at, {}};
+}
+
+CommandOutcome cancel_one(pqxx::work& tx, const CancelCommand& cancel) {
+    const auto existing = tx.exec_prepared("lock_job", cancel.id);
+    if (existing.empty()) return {CommandStatus::not_found, std::nullopt, {}};
+    const auto state = existing[0][0].as<std::string>();
+    const bool leased = existing[0][1].as<bool>();
+    const bool recurring = existing[0][2].as<bool>();
+    const auto due = time_of(existing[0][3]);
+    if (state == "cancelled") return {CommandStatus::cancelled, due, {}};
+    if (state == "pending" && !leased) {
+        tx.exec_prepared("cancel_job", cancel.id);
+        return {CommandStatus::cancelled, due, {}};
+    }
+    // A recurring job with a run in flight still stops for good after that run (SPEC §3.2).
+    if (recurring && state == "pending") {
+        tx.exec_prepared("cancel_job", cancel.id);
+    }
+    return {CommandStatus::too_late, due, {}};
+}
+
+// Plain schedules whose id occurs once in the batch go in one INSERT; the database says which
+// ids already existed (duplicates).
+void insert_in_bulk(pqxx::work& tx, const std::vector<Command>& commands,
+                    const std::vector<std::size_t>& indices, std::vector<CommandOutcome>& outcomes) {
+    json rows = json::array();
+    for (const auto i : indices) rows.push_back(job_row(std::get<ScheduleCommand>(commands[i].action)));
+    std::unordered_map<std::string, bool> inserted;
+    for (const auto& row : tx.exec_prepared("insert_jobs", rows.dump())) {
+        inserted.emplace(row[0].as<std::string>(), true);
+    }
+    json duplicate_ids = json::array();
+    for (const auto i : indices) {
+        const auto& job = std::get<ScheduleCommand>(commands[i].action);
+        if (inserted.count(job.id)) {
+            outcomes[i] = {CommandStatus::scheduled, job.due_at, {}};
+        } else {
+            duplicate_ids.push_back(job.id);
+        }
+    }
+    if (duplicate_ids.empty()) return;
+    std::unordered_map<std::string, TimePoint> existing_due;
+    for (const auto& row : tx.exec_prepared("due_of_ids", duplicate_ids.dump())) {
+        existing_due.emplace(row[0].as<std::string>(), time_of(row[1]));
+    }
+    for (const auto i : indices) {
+        const auto& job = std::get<ScheduleCommand>(commands[i].action);
+        if (inserted.count(job.id)) continue;
+        const auto due = existing_due.find(job.id);
+        outcomes[i] = {CommandStatus::duplicate,
+                       due == existing_due.end() ? std::nullopt : std::optional(due->second),
+                       {}};
+    }
+}
+
+}  // namespace
+
+std::unique_ptr<pqxx::connection> connect(const StoreOptions& options) {
+    auto connection = std::make_unique<pqxx::connection>(options.pg_url);
+    connection->set_variable("search_path", connection->quote_name(options.schema));
+    connection->set_variable("application_name", "'hourglass'");
+    return connection;
+}
+
+JobStore::JobStore(const StoreOptions& options) : connection_(connect(options)) {
+    prepare_statements(*connection_);
+}
+
+JobStore::~JobStore() = default;
+
+std::vector<CommandOutcome> JobStore::apply(const std::vector<Command>& commands) {
+    std::vector<CommandOutcome> outcomes(commands.size());
+    std::unordered_map<std::string, int> occurrences;
+    for (const auto& command : commands) {
+        if (!std::holds_alternative<Rejection>(command.action)) ++occurrences[command.id];
+    }
+    std::vector<std::size_t> bulk;
+    for (std::size_t i = 0; i < commands.size(); ++i) {
+        const auto* job = std::get_if<ScheduleCommand>(&commands[i].action);
+        if (job && !job->replace && occurrences[job->id] == 1) bulk.push_back(i);
+    }
+
+    pqxx::work tx(*connection_);
+    if (!bulk.empty()) insert_in_bulk(tx, commands, bulk, outcomes);
+    for (std::size_t i = 0, next_bulk = 0; i < commands.size(); ++i) {
+        if (next_bulk < bulk.size() && bulk[next_bulk] == i) {
+            ++next_bulk;
+            continue;
+        }
+        std::visit(
+            [&](const auto& action) {
+                using T = std::decay_t<decltype(action)>;
+                if constexpr (std::is_same_v<T, ScheduleCommand>) {
+                    outcomes[i] = schedule_one(tx, action);
+                } else if constexpr (std::is_same_v<T, CancelCommand>) {
+                    outcomes[i] = cancel_one(tx, action);
+                } else {
+                    outcomes[i] = {CommandStatus::rejected, std::nullopt, action.error};
+                }
+            },
+            commands[i].action);
+    }
+    tx.commit();
+    return outcomes;
+}
+
+std::vector<ClaimedRun> JobStore::claim_due(const std::string& owner, TimePoint horizon_end,
+                                            std::size_t limit, Milliseconds lease) {
+    pqxx::work tx(*connection_);
+    const auto rows = tx.exec_prepared("claim_due", owner, format_rfc3339_ms(horizon_end),
+                                       static_cast<long>(limit), static_cast<long>(lease.count()));
+    tx.commit();
+    std::vector<ClaimedRun> runs;
+    runs.reserve(rows.size());
+    for (const auto& row : rows) {
+        ClaimedRun run;
+        run.id = row[0].as<std::string>();
+        run.routing_key = row[1].as<std::string>();
+        run.exchange = row[2].is_null() ? std::string{} : row[2].as<std::string>();
+        run.due_at = time_of(row[3]);
+        run.run = row[4].as<int>() + 1;
+        run.body = pqxx::binarystring(row[5]).str();
+        auto properties = properties_from_json(json::parse(row[6].c_str(), nullptr, false));
+        // Written by hourglass itself; a row edited by hand into another shape still releases.
+        run.properties = properties.value_or(BasicProperties{});
+        if (!row[7].is_null()) {
+            CronSpec cron;
+            cron.expression = row[7].as<std::string>();
+            cron.zone = row[8].is_null() ? "UTC" : row[8].as<std::string>();
+            cron.until = optional_time_of(row[9]);
+            if (!row[10].is_null()) cron.limit = row[10].as<int>();
+            run.cron = std::move(cron);
+        }
+        runs.push_back(std::move(run));
+    }
+    return runs;
+}
+
+void JobStore::record_handed_over(const std::string& owner, const std::vector<HandedOverRun>& runs) {
+    if (runs.empty()) return;
+    json rows = json::array();
+    for (const auto& run : runs) {
+        rows.push_back({{"id", run.id}, {"run", run.run}, {"next_due", optional_time(run.next_due)}});
+    }
+    pqxx::work tx(*connection_);
+    tx.exec_prepared("record_handed_over", owner, rows.dump());
+    tx.commit();
+}
+
+void JobStore::release_claims(const std::string& owner, const std::vector<std::string>& ids) {
+    if (ids.empty()) return;
+    pqxx::work tx(*connection_);
+    tx.exec_prepared("release_claims", owner, json(ids).dump());
+    tx.commit();
+}
+
+void JobStore::record_releases(const std::vector<ObservedRelease>& releases) {
+    if (releases.empty()) return;
+    json rows = json::array();
+    for (const auto& release : releases) {
+        rows.push_back({{"id", release.id},
+                        {"run", release.run},
+                        {"due_ms", to_epoch_ms(release.due)},
+                        {"released_us", release.released_at.time_since_epoch().count()}});
+    }
+    pqxx::work tx(*connection_);
+    tx.exec_prepared("record_releases", rows.dump(-1, ' ', false, json::error_handler_t::replace));
+    tx.commit();
+}
+
+Stats JobStore::stats() {
+    pqxx::read_transaction tx(*connection_);
+    const auto row = tx.exec_prepared1("stats");
+    Stats stats;
+    stats.pending = row[0].as<std::int64_t>();
+    stats.enqueued = row[1].as<std::int64_t>();
+    stats.done = row[2].as<std::int64_t>();
+    stats.cancelled = row[3].as<std::int64_t>();
+    stats.oldest_pending_lag_ms = row[4].as<std::int64_t>();
+    stats.next_due_at = optional_time_of(row[5]);
+    if (!row[6].is_null()) stats.lateness_p50_ms = row[6].as<double>();
+    if (!row[7].is_null()) stats.lateness_p99_ms = row[7].as<double>();
+    if (!row[8].is_null()) stats.lateness_max_ms = row[8].as<double>();
+    return stats;
+}
+
+std::optional<TimePoint> JobStore::next_claimable_due() {
+    pqxx::read_transaction tx(*connection_);
+    return optional_time_of(tx.exec_prepared1("next_claimable_due")[0]);
+}
+
+std::string mask_pg_url(const std::string& url) {
+    static const std::regex uri_password(R"(^(postgres(?:ql)?://[^:/@]*):[^@/]*@)");
+    static const std::regex keyword_password(R"((password\s*=\s*)('[^']*'|\S+))");
+    return std::regex_replace(std::regex_replace(url, uri_password, "$1:***@"), keyword_password,
+                              "$1***");
+}
+
+}  // namespace hourglass::store

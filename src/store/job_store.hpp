@@ -1,0 +1,64 @@
+// JobStore: every read and write of hourglass.jobs (SPEC §7), over one PostgreSQL connection.
+//
+// One JobStore per thread. Statements are prepared once per connection and take parameters
+// only (never user text spliced into SQL); many rows travel as one JSON parameter. A lost
+// connection surfaces as pqxx::broken_connection; the caller reconnects by building a new
+// JobStore. A commit whose outcome is unknown (pqxx::in_doubt_error) is never retried: the
+// commands stay unacked, are redelivered, and job ids make that harmless.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "hourglass/command.hpp"
+#include "hourglass/job.hpp"
+
+#include <pqxx/connection>
+
+namespace hourglass::store {
+
+struct StoreOptions {
+    std::string pg_url;
+    std::string schema = "hourglass";
+};
+
+class JobStore {
+public:
+    explicit JobStore(const StoreOptions& options);
+    ~JobStore();
+    JobStore(const JobStore&) = delete;
+    JobStore& operator=(const JobStore&) = delete;
+
+    // Applies commands in order in one transaction; outcome i belongs to command i.
+    // Rejections are passed through (outcome `rejected`) without touching the database.
+    std::vector<CommandOutcome> apply(const std::vector<Command>& commands);
+
+    // Claims up to `limit` pending runs due at or before `horizon_end` (and runs whose lease
+    // expired), leasing them to `owner` for `lease`. Safe with concurrent loaders.
+    std::vector<ClaimedRun> claim_due(const std::string& owner, TimePoint horizon_end,
+                                      std::size_t limit, Milliseconds lease);
+    // Records runs the broker confirmed; only runs still leased to `owner` are changed.
+    void record_handed_over(const std::string& owner, const std::vector<HandedOverRun>& runs);
+    // Gives back claimed runs that were not published (shutdown), so others take them at once.
+    void release_claims(const std::string& owner, const std::vector<std::string>& ids);
+    // Records releases seen by the audit consumer.
+    void record_releases(const std::vector<ObservedRelease>& releases);
+
+    Stats stats();
+    // Earliest due time of claimable pending jobs, to sleep until it enters the horizon.
+    std::optional<TimePoint> next_claimable_due();
+
+    pqxx::connection& connection() noexcept { return *connection_; }
+
+private:
+    std::unique_ptr<pqxx::connection> connection_;
+};
+
+// Connects, sets search_path to the schema; throws pqxx::broken_connection when unreachable.
+std::unique_ptr<pqxx::connection> connect(const StoreOptions& options);
+
+// The URL with its password masked, for logs.
+std::string mask_pg_url(const std::string& url);
+
+}  // namespace hourglass::store

@@ -1,0 +1,63 @@
+#include "store/migrations.hpp"
+
+#include <pqxx/pqxx>
+#include <set>
+
+namespace hourglass::store {
+
+namespace {
+
+std::set<std::string> recorded_versions(pqxx::transaction_base& tx, const std::string& schema) {
+    std::set<std::string> versions;
+    const auto exists = tx.exec_params1("SELECT to_regclass($1) IS NOT NULL",
+                                        tx.quote_name(schema) + ".schema_migrations");
+    if (!exists[0].as<bool>()) return versions;
+    for (const auto& row :
+         tx.exec("SELECT version FROM " + tx.quote_name(schema) + ".schema_migrations")) {
+        versions.insert(row[0].as<std::string>());
+    }
+    return versions;
+}
+
+}  // namespace
+
+MigrationReport migrate(pqxx::connection& connection, const std::string& schema, bool dry_run) {
+    MigrationReport report;
+    pqxx::work tx(connection);
+    // One migrator at a time, whatever the number of instances starting together.
+    tx.exec("SELECT pg_advisory_xact_lock(hashtext('hourglass.migrate'))");
+    const auto versions = recorded_versions(tx, schema);
+    for (const auto& migration : embedded_migrations()) {
+        if (versions.count(migration.name)) {
+            report.already_applied.push_back(migration.name);
+        } else {
+            report.applied.push_back(migration.name);
+        }
+    }
+    if (dry_run || report.applied.empty()) return report;
+
+    const auto quoted_schema = tx.quote_name(schema);
+    tx.exec("CREATE SCHEMA IF NOT EXISTS " + quoted_schema);
+    tx.exec("CREATE TABLE IF NOT EXISTS " + quoted_schema +
+            ".schema_migrations (version text PRIMARY KEY, "
+            "applied_at timestamptz NOT NULL DEFAULT now())");
+    tx.exec("SET LOCAL search_path TO " + quoted_schema);
+    for (const auto& migration : embedded_migrations()) {
+        if (versions.count(migration.name)) continue;
+        tx.exec(migration.sql);
+        tx.exec_params("INSERT INTO schema_migrations (version) VALUES ($1)", migration.name);
+    }
+    tx.commit();
+    return report;
+}
+
+bool migrations_current(pqxx::connection& connection, const std::string& schema) {
+    pqxx::read_transaction tx(connection);
+    const auto versions = recorded_versions(tx, schema);
+    for (const auto& migration : embedded_migrations()) {
+        if (!versions.count(migration.name)) return false;
+    }
+    return true;
+}
+
+}  // namespace hourglass::store

@@ -1,0 +1,30 @@
+// Schema migrations (SPEC §7): numbered SQL files from migrations/, embedded in the binary,
+// applied in order inside one transaction and recorded in <schema>.schema_migrations.
+// Concurrent instances serialize on an advisory lock; re-running is a no-op.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <pqxx/connection>
+
+namespace hourglass::store {
+
+struct Migration {
+    std::string name;  // file name, e.g. 001_jobs.sql; its order is the name's order
+    std::string sql;
+};
+
+const std::vector<Migration>& embedded_migrations();
+
+struct MigrationReport {
+    std::vector<std::string> applied;  // applied now (or, for a dry run, that would be)
+    std::vector<std::string> already_applied;
+};
+
+MigrationReport migrate(pqxx::connection& connection, const std::string& schema, bool dry_run);
+
+// Whether every embedded migration is recorded (for /readyz).
+bool migrations_current(pqxx::connection& connection, const std::string& schema);
+
+}  // namespace hourglass::store

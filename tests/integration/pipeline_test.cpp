@@ -1,0 +1,324 @@
+// End to end: one-shot jobs from hourglass.in to hourglass.out (SPEC §3, §5, §6, §7).
+#include <set>
+#include <thread>
+
+#include "integration/harness.hpp"
+
+namespace hourglass::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+class Pipeline : public HourglassTest {};
+
+TEST_F(Pipeline, binary_body_properties_and_headers_arrive_unchanged) {
+    start_hourglass();
+    Client client(amqp_url_);
+    client.subscribe(out_exchange(), "orders.#");
+
+    std::string body;
+    for (int byte = 0; byte < 256; ++byte) body += static_cast<char>(byte);
+    auto message = command("orders.created", body);
+    auto& p = message.properties;
+    p.content_type = "application/octet-stream";
+    p.content_encoding = "identity";
+    p.priority = 7;
+    p.correlation_id = "corr-1";
+    p.reply_to = "some-reply-queue";
+    p.expiration = "600000";
+    p.message_id = "job-binary";
+    p.timestamp = 1700000000;
+    p.type = "order";
+    p.user_id = "hourglass";
+    p.app_id = "shop";
+    p.delivery_mode = 1;
+    FieldTable nested = {{"inner", std::int32_t{5}}, {"list", FieldArray{std::string("a"), true}}};
+    const FieldTable custom = {{"x-tenant", std::string("acme")},
+                               {"count16", std::int16_t{-12}},
+                               {"big", std::int64_t{1} << 40},
+                               {"ratio", 0.25},
+                               {"flag", true},
+                               {"raw", ByteArray{std::string("\x00\x01\xff", 3)}},
+                               {"when", Timestamp{1700000000}},
+                               {"price", Decimal{2, 1999}},
+                               {"nested", nested}};
+    p.headers = custom;
+    set_header(p, "x-delay", std::int32_t{300});
+    set_header(p, "x-replace", false);
+
+    const auto published_at = now_ms();
+    client.publish(message);
+    auto received = client.receive(10s);
+    ASSERT_TRUE(received) << "job was not released";
+
+    const auto& out = received->message;
+    EXPECT_EQ(out.routing_key, "orders.created");
+    EXPECT_EQ(out.body, body);
+    const auto& q = out.properties;
+    EXPECT_EQ(q.content_type, p.content_type);
+    EXPECT_EQ(q.content_encoding, p.content_encoding);
+    EXPECT_EQ(q.priority, p.priority);
+    EXPECT_EQ(q.correlation_id, p.correlation_id);
+    EXPECT_EQ(q.reply_to, p.reply_to);
+    EXPECT_EQ(q.message_id, "job-binary");
+    EXPECT_EQ(q.timestamp, p.timestamp);
+    EXPECT_EQ(q.type, p.type);
+    EXPECT_EQ(q.app_id, p.app_id);
+    EXPECT_EQ(q.delivery_mode, 2) << "released persistent";
+    EXPECT_FALSE(q.expiration) << "expiration moved to a header";
+    EXPECT_FALSE(q.user_id) << "user_id moved to a header";
+    EXPECT_EQ(string_header(out, "x-hourglass-expiration"), "600000");
+    EXPECT_EQ(string_header(out, "x-hourglass-user-id"), "hourglass");
+    for (const auto& [name, value] : custom) {
+        const auto* got = header_of(out, name);
+        ASSERT_NE(got, nullptr) << name;
+        EXPECT_EQ(*got, value) << name;
+    }
+    for (const auto* control : {"x-delay", "x-replace", "x-schedule-at", "x-cancel"}) {
+        EXPECT_EQ(header_of(out, control), nullptr) << control << " must be removed";
+    }
+    EXPECT_EQ(string_header(out, "x-hourglass-id"), "job-binary");
+    const auto due = parse_rfc3339(string_header(out, "x-hourglass-due"));
+    ASSERT_TRUE(due);
+    EXPECT_EQ(string_header(out, "x-hourglass-due").size(), 24u) << "three fraction digits, Z";
+    EXPECT_GE(*due, published_at + 300ms);
+    EXPECT_LE(*due, published_at + 1300ms);
+    EXPECT_EQ(*header_of(out, "x-hourglass-run"), FieldValue{std::int64_t{1}});
+    EXPECT_GE(received->received_at, *due) << "released before due";
+}
+
+TEST_F(Pipeline, jobs_are_never_released_before_due_and_delay_zero_is_prompt) {
+    start_hourglass({"--horizon", "4s"});
+    Client client(amqp_url_);
+    client.subscribe(out_exchange(), "#");
+
+    std::vector<Message> jobs;
+    const std::vector<std::int64_t> delays = {0, 0, 1, 50, 250, 999, 1000, 1001, 1999, 2500, 4100, 6000};
+    for (std::size_t i = 0; i < delays.size(); ++i) {
+        jobs.push_back(delayed("due-" + std::to_string(i), delays[i]));
+    }
+    client.publish_all(jobs);
+    const auto received = client.drain(3000ms, 20s);
+    ASSERT_EQ(received.size(), delays.size());
+    std::set<std::string> ids;
+    for (const auto& r : received) {
+        const auto due = parse_rfc3339(string_header(r.message, "x-hourglass-due"));
+        ASSERT_TRUE(due);
+        ids.insert(string_header(r.message, "x-hourglass-id"));
+        EXPECT_GE(r.received_at, *due) << string_header(r.message, "x-hourglass-id") << " early";
+        EXPECT_LE(r.received_at - *due, 200ms) << string_header(r.message, "x-hourglass-id");
+    }
+    EXPECT_EQ(ids.size(), delays.size());
+}
+
+TEST_F(Pipeline, delay_zero_is_released_within_20_ms) {
+    start_hourglass();
+    Client client(amqp_url_);
+    client.subscribe(out_exchange(), "#");
+    // Warm up the connections and statements, then measure.
+    client.publish(delayed("warm-up", 0));
+    ASSERT_TRUE(client.receive(5s));
+    std::vector<Milliseconds> latencies;
+    for (int i = 0; i < 5; ++i) {
+        const auto sent = std::chrono::system_clock::now();
+        client.publish(delayed("zero-" + std::to_string(i), 0));
+        const auto received = client.receive(5s);
+        ASSERT_TRUE(received);
+        latencies.push_back(std::chrono::duration_cast<Milliseconds>(received->received_at_us - sent));
+    }
+    std::sort(latencies.begin(), latencies.end());
+    EXPECT_LE(latencies[latencies.size() / 2], 20ms) << "median publish-to-release latency";
+}
+
+TEST_F(Pipeline, duplicate_id_is_released_once_with_a_duplicate_receipt) {
+    start_hourglass();
+    Client client(amqp_url_);
+    client.subscribe(out_exchange(), "#");
+    const auto replies = client.receipt_queue();
+    auto first = delayed("dup-1", 500);
+    set_header(first.properties, "x-reply-to", replies);
+    first.properties.correlation_id = "c1";
+    auto second = first;
+    second.properties.correlation_id = "c2";
+    second.body = "another body";
+    client.publish(first);
+    client.publish(second);
+
+    std::map<std::string, ReceiptView> receipts;
+    std::vector<Received> releases;
+    for (const auto& r : client.drain(1500ms, 10s)) {
+        if (r.message.properties.content_type == "application/json" &&
+            r.message.properties.correlation_id) {
+            auto view = parse_receipt(r);
+            receipts[*view.correlation_id] = view;
+        } else {
+            releases.push_back(r);
+        }
+    }
+    ASSERT_EQ(receipts.size(), 2u);
+    EXPECT_EQ(receipts["c1"].status, "scheduled");
+    EXPECT_EQ(receipts["c1"].id, "dup-1");
+    EXPECT_TRUE(receipts["c1"].due);
+    EXPECT_EQ(receipts["c2"].status, "duplicate");
+    EXPECT_EQ(receipts["c2"].due, receipts["c1"].due) << "duplicate reports the existing due";
+    ASSERT_EQ(releases.size(), 1u);
+    EXPECT_EQ(releases[0].message.body, "job dup-1") << "the first command wins";
+}
+
+TEST_F(Pipeline, replace_of_a_pending_job_changes_time_and_body) {
+    start_hourglass({"--horizon", "2s"});
+    Client client(amqp_url_);
+    client.subscribe(out_exchange(), "#");
+    const auto replies = client.receipt_queue();
+    auto original = delayed("rep-1", 8000);
+    client.publish(original);
+    auto replacement = delayed("rep-1", 500);
+    replacement.body = "replaced body";
+    set_header(replacement.properties, "x-replace", true);
+    set_header(replacement.properties, "x-reply-to", replies);
+    client.publish(replacement);
+
+    std::vector<Received> releases;
+    std::optional<ReceiptView> receipt;
+    for (const auto& r : client.drain(2000ms, 10s)) {
+        if (r.message.properties.content_type == "application/json") receipt = parse_receipt(r);
+        else releases.push_back(r);
+    }
+    ASSERT_TRUE(receipt);
+    EXPECT_EQ(receipt->status, "replaced");
+    ASSERT_EQ(releases.size(), 1u);
+    EXPECT_EQ(releases[0].message.body, "replaced body");
+    // The original time (8 s) never fires.
+    EXPECT_FALSE(client.receive(8000ms)) << "the replaced job was released twice";
+}
+
+TEST_F(Pipeline, cancel_before_the_horizon_is_cancelled_and_never_released) {
+    start_hourglass({"--horizon", "2s"});
+    Client client(amqp_url_);
+    client.subscribe(out_exchange(), "#");
+    const auto replies = client.receipt_queue();
+    client.publish(delayed("can-1", 4000));
+    auto cancel = command("ignored", "");
+    cancel.properties.message_id = "can-1";
+    set_header(cancel.properties, "x-cancel", true);
+    set_header(cancel.properties, "x-reply-to", replies);
+    client.publish(cancel);
+    auto receipt = client.receive(5s);
+    ASSERT_TRUE(receipt);
+    EXPECT_EQ(parse_receipt(*receipt).status, "cancelled");
+    EXPECT_EQ(job_state("can-1"), "cancelled");
+    EXPECT_FALSE(client.receive(6000ms)) << "a cancelled job was released";
+
+    // Cancelling again still says cancelled; an unknown id says not_found.
+    client.publish(cancel);
+    auto again = client.receive(5s);
+    ASSERT_TRUE(again);
+    EXPECT_EQ(parse_receipt(*again).status, "cancelled");
+    cancel.properties.message_id = "never-existed";
+    client.publish(cancel);
+    auto unknown = client.receive(5s);
+    ASSERT_TRUE(unknown);
+    EXPECT_EQ(parse_receipt(*unknown).status, "not_found");
+}
+
+TEST_F(Pipeline, cancel_within_the_horizon_is_too_late_and_the_job_is_released) {
+    start_hourglass({"--horizon", "10s"});
+    Client client(amqp_url_);
+    client.subscribe(out_exchange(), "#");
+    const auto replies = client.receipt_queue();
+    client.publish(delayed("late-1", 3000));
+    // Claimed at once (due within the horizon): wait until it is leased or enqueued.
+    ASSERT_TRUE(eventually("SELECT (lease_owner IS NOT NULL OR state = 'enqueued')::text FROM jobs "
+                           "WHERE id = 'late-1'",
+                           "true"));
+    auto cancel = command("ignored", "");
+    cancel.properties.message_id = "late-1";
+    set_header(cancel.properties, "x-cancel", true);
+    set_header(cancel.properties, "x-reply-to", replies);
+    client.publish(cancel);
+    std::optional<ReceiptView> receipt;
+    std::vector<Received> releases;
+    for (const auto& r : client.drain(4000ms, 10s)) {
+        if (r.message.properties.content_type == "application/json") receipt = parse_receipt(r);
+        else releases.push_back(r);
+    }
+    ASSERT_TRUE(receipt);
+    EXPECT_EQ(receipt->status, "too_late");
+    ASSERT_EQ(releases.size(), 1u);
+    EXPECT_EQ(string_header(releases[0].message, "x-hourglass-id"), "late-1");
+}
+
+TEST_F(Pipeline, unroutable_release_is_kept_in_the_unroutable_queue) {
+    start_hourglass();
+    Client client(amqp_url_);
+    client.publish(delayed("nobody-listens", 0, "no.binding.matches"));
+    ASSERT_TRUE(eventually("SELECT state FROM jobs WHERE id = 'nobody-listens'", "done"));
+    std::optional<std::uint32_t> size;
+    for (int i = 0; i < 50 && size.value_or(0) == 0; ++i) {
+        size = client.queue_size(prefix_ + ".unroutable");
+        std::this_thread::sleep_for(50ms);
+    }
+    EXPECT_EQ(size, 1u);
+}
+
+TEST_F(Pipeline, states_move_pending_enqueued_done_and_stats_match) {
+    start_hourglass({"--horizon", "2s"});
+    Client client(amqp_url_);
+    client.subscribe(out_exchange(), "#");
+    client.publish(delayed("state-1", 4000));
+    client.publish(delayed("state-2", 60000));
+    client.publish(delayed("state-3", 60000));
+    auto cancel = command("x", "");
+    cancel.properties.message_id = "state-3";
+    set_header(cancel.properties, "x-cancel", true);
+    client.publish(cancel);
+    ASSERT_TRUE(eventually("SELECT state FROM jobs WHERE id = 'state-3'", "cancelled"));
+    EXPECT_EQ(job_state("state-1"), "pending");
+    ASSERT_TRUE(eventually("SELECT state FROM jobs WHERE id = 'state-1'", "enqueued", 5s));
+    ASSERT_TRUE(eventually("SELECT state FROM jobs WHERE id = 'state-1'", "done", 10s));
+    const auto row = sql("SELECT runs, released_at IS NOT NULL, lateness_ms, enqueued_at IS NOT NULL "
+                         "FROM jobs WHERE id = 'state-1'")[0];
+    EXPECT_EQ(row[0].as<int>(), 1);
+    EXPECT_TRUE(row[1].as<bool>());
+    EXPECT_GE(row[2].as<double>(), 0.0);
+    EXPECT_LT(row[2].as<double>(), 1000.0);
+    EXPECT_TRUE(row[3].as<bool>());
+
+    const auto stats = sql("SELECT pending, enqueued, done, cancelled, oldest_pending_lag_ms, "
+                           "next_due_at IS NOT NULL, lateness_p50_ms IS NOT NULL FROM stats")[0];
+    EXPECT_EQ(stats[0].as<long>(), 1);
+    EXPECT_EQ(stats[1].as<long>(), 0);
+    EXPECT_EQ(stats[2].as<long>(), 1);
+    EXPECT_EQ(stats[3].as<long>(), 1);
+    EXPECT_EQ(stats[4].as<long>(), 0);
+    EXPECT_TRUE(stats[5].as<bool>());
+    EXPECT_TRUE(stats[6].as<bool>());
+}
+
+TEST_F(Pipeline, sigterm_exits_zero_promptly) {
+    auto& process = start_hourglass();
+    const auto started = std::chrono::steady_clock::now();
+    EXPECT_EQ(process.terminate(10s), 0);
+    EXPECT_LT(std::chrono::steady_clock::now() - started, 10s);
+}
+
+TEST_F(Pipeline, migrations_run_twice_are_a_no_op) {
+    const auto migrate = [&] {
+        const auto command_line = std::string(HOURGLASS_BINARY) + " migrate --pg-url '" + pg_url_ +
+                                  "' --schema " + schema_ + " 2>&1";
+        std::string output;
+        FILE* pipe = popen(command_line.c_str(), "r");
+        char buffer[512];
+        while (fgets(buffer, sizeof buffer, pipe)) output += buffer;
+        EXPECT_EQ(pclose(pipe), 0) << output;
+        return output;
+    };
+    EXPECT_NE(migrate().find("applying  001_jobs.sql"), std::string::npos);
+    const auto second = migrate();
+    EXPECT_NE(second.find("schema is current"), std::string::npos) << second;
+    EXPECT_EQ(second.find("applying"), std::string::npos) << second;
+    EXPECT_EQ(sql("SELECT count(*) FROM schema_migrations")[0][0].as<int>(), 1);
+}
+
+}  // namespace
+}  // namespace hourglass::testing

@@ -1,0 +1,122 @@
+// Every rejection reason of SPEC §3.3: the command goes to hourglass.rejected unchanged plus
+// x-hourglass-error naming the header and value, the receipt says `rejected`, the command is
+// acked, and the service keeps working.
+#include "integration/harness.hpp"
+
+namespace hourglass::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+struct BadCommand {
+    std::string name;
+    std::function<void(Message&)> spoil;
+    std::string error_mentions;  // the header (or body) and value the error must name
+};
+
+class Rejections : public HourglassTest {};
+
+TEST_F(Rejections, each_bad_command_is_rejected_with_a_reason_and_the_service_keeps_working) {
+    start_hourglass({"--max-body", "1000", "--max-delay", "1h"});
+    Client client(amqp_url_);
+    client.subscribe(out_exchange(), "#");
+    const auto replies = client.receipt_queue();
+    Client rejected_reader(amqp_url_);
+    rejected_reader.connection().consume(2, prefix_ + ".rejected", /*no_ack=*/true);
+
+    const std::vector<BadCommand> bad = {
+        {"no time header", [](Message& m) { remove_header(m.properties, "x-delay"); }, "x-delay"},
+        {"two time headers",
+         [](Message& m) { set_header(m.properties, "x-schedule-at", std::string("2030-01-01T00:00:00Z")); },
+         "x-schedule-at"},
+        {"negative delay", [](Message& m) { set_header(m.properties, "x-delay", std::int32_t{-5}); },
+         "-5"},
+        {"non-numeric delay",
+         [](Message& m) { set_header(m.properties, "x-delay", std::string("soon")); }, "'soon'"},
+        {"unparsable schedule-at",
+         [](Message& m) {
+             remove_header(m.properties, "x-delay");
+             set_header(m.properties, "x-schedule-at", std::string("tomorrow at noon"));
+         },
+         "'tomorrow at noon'"},
+        {"delay beyond max-delay",
+         [](Message& m) { set_header(m.properties, "x-delay", std::int64_t{7200000}); }, "7200000"},
+        {"body too large", [](Message& m) { m.body = std::string(1001, 'x'); }, "1001"},
+        {"cron header without x-cron",
+         [](Message& m) { set_header(m.properties, "x-cron-tz", std::string("Europe/Berlin")); },
+         "x-cron-tz"},
+        {"cron limit without x-cron",
+         [](Message& m) { set_header(m.properties, "x-cron-limit", std::int32_t{3}); },
+         "x-cron-limit"},
+        {"bad replace flag",
+         [](Message& m) { set_header(m.properties, "x-replace", std::string("perhaps")); },
+         "'perhaps'"},
+        {"cancel without message_id",
+         [](Message& m) {
+             m.properties.message_id.reset();
+             set_header(m.properties, "x-cancel", true);
+         },
+         "x-cancel"},
+        {"target exchange not allowed",
+         [](Message& m) { set_header(m.properties, "x-hourglass-exchange", std::string("other.exchange")); },
+         "'other.exchange'"},
+        {"message_id not UTF-8", [](Message& m) { m.properties.message_id = std::string("\xff\xfe", 2); },
+         "message_id"},
+        {"routing key with SQL text is fine but not UTF-8",
+         [](Message& m) { m.routing_key = std::string("'; DROP TABLE jobs; --\xff"); }, "routing key"},
+    };
+
+    for (std::size_t i = 0; i < bad.size(); ++i) {
+        SCOPED_TRACE(bad[i].name);
+        auto message = delayed("bad-" + std::to_string(i), 100);
+        message.properties.correlation_id = "corr-" + std::to_string(i);
+        set_header(message.properties, "x-custom", std::string("kept"));
+        set_header(message.properties, "x-reply-to", replies);
+        bad[i].spoil(message);
+        client.publish(message);
+
+        auto receipt = client.receive(5s);
+        ASSERT_TRUE(receipt) << "no receipt";
+        const auto view = parse_receipt(*receipt);
+        EXPECT_EQ(view.status, "rejected");
+        EXPECT_EQ(view.correlation_id, message.properties.correlation_id);
+        ASSERT_TRUE(view.error);
+        EXPECT_NE(view.error->find(bad[i].error_mentions), std::string::npos) << *view.error;
+
+        auto copy = rejected_reader.receive(5s);
+        ASSERT_TRUE(copy) << "nothing on the rejected queue";
+        EXPECT_EQ(copy->message.routing_key, message.routing_key);
+        EXPECT_EQ(copy->message.body, message.body);
+        EXPECT_EQ(string_header(copy->message, "x-custom"), "kept");
+        EXPECT_EQ(string_header(copy->message, "x-hourglass-error"), *view.error);
+        EXPECT_EQ(copy->message.properties.correlation_id, message.properties.correlation_id);
+
+        // The service still schedules and releases good jobs.
+        client.publish(delayed("good-after-" + std::to_string(i), 0));
+        auto released = client.receive(5s);
+        ASSERT_TRUE(released) << "service stopped working";
+        EXPECT_EQ(string_header(released->message, "x-hourglass-id"), "good-after-" + std::to_string(i));
+    }
+    // Nothing bad was stored; the jobs table still exists (no SQL was executed from input).
+    EXPECT_EQ(sql("SELECT count(*) FROM jobs WHERE id LIKE 'bad-%'")[0][0].as<int>(), 0);
+    EXPECT_EQ(sql("SELECT count(*) FROM jobs WHERE id LIKE 'good-after-%'")[0][0].as<int>(),
+              static_cast<int>(bad.size()));
+}
+
+TEST_F(Rejections, sql_text_in_ids_and_routing_keys_is_stored_as_data) {
+    start_hourglass();
+    Client client(amqp_url_);
+    client.subscribe(out_exchange(), "#");
+    const std::string hostile = "x'); DROP TABLE jobs; --";
+    auto message = delayed(hostile, 0, "route.'; DELETE FROM jobs; --");
+    client.publish(message);
+    auto released = client.receive(5s);
+    ASSERT_TRUE(released);
+    EXPECT_EQ(string_header(released->message, "x-hourglass-id"), hostile);
+    EXPECT_EQ(released->message.routing_key, "route.'; DELETE FROM jobs; --");
+    EXPECT_EQ(job_state(hostile).empty(), false);
+    EXPECT_EQ(sql("SELECT count(*) FROM jobs")[0][0].as<int>(), 1);
+}
+
+}  // namespace
+}  // namespace hourglass::testing

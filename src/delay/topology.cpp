@@ -33,16 +33,21 @@ DelayLadder DelayLadder::for_horizon(Milliseconds horizon) {
     return DelayLadder(horizon, std::chrono::seconds{chosen});
 }
 
+TimePoint DelayLadder::publish_at(TimePoint due, TimePoint now) const noexcept {
+    const auto remaining = due - now;
+    if (remaining <= Milliseconds{0}) return due;
+    const auto index = std::min<std::size_t>(static_cast<std::size_t>(remaining / step_),
+                                             ttls_.size() - 1);
+    return due - ttls_[index];
+}
+
 Milliseconds DelayLadder::ttl_for(TimePoint due, TimePoint now) const noexcept {
     const auto remaining = due - now;
     if (remaining <= Milliseconds{0}) return Milliseconds{0};
-    const auto index = std::min<std::size_t>(static_cast<std::size_t>(remaining / step_),
-                                             ttls_.size() - 1);
+    // Rounded up: a TTL shorter than the time left would release the run early.
+    const auto index = std::min<std::size_t>(
+        static_cast<std::size_t>((remaining + step_ - Milliseconds{1}) / step_), ttls_.size() - 1);
     return ttls_[index];
-}
-
-TimePoint DelayLadder::publish_at(TimePoint due, TimePoint now) const noexcept {
-    return due - ttl_for(due, now);
 }
 
 namespace {

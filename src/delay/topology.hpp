@@ -45,10 +45,15 @@ public:
     static DelayLadder for_horizon(Milliseconds horizon);
 
     const std::vector<Milliseconds>& ttls() const noexcept { return ttls_; }
-    // The largest TTL not longer than due - now (0 when due has passed).
-    Milliseconds ttl_for(TimePoint due, TimePoint now) const noexcept;
-    // When to publish a run due at `due` if it is in hand at `now`: due - ttl_for(due, now).
+    // The longest a claimed run waits in memory before it is published.
+    Milliseconds step() const noexcept { return step_; }
+    // When to publish a run due at `due` that is in hand at `now`: due minus the largest TTL
+    // not longer than due - now, so that it waits in the broker as long as possible.
     TimePoint publish_at(TimePoint due, TimePoint now) const noexcept;
+    // The TTL to publish with at `now`: the smallest TTL not shorter than due - now (0 once
+    // due has passed), so a release is never early. Publishing on time at publish_at(due, ..)
+    // gives exactly due - now; publishing late makes the release late by as much, never early.
+    Milliseconds ttl_for(TimePoint due, TimePoint now) const noexcept;
 
 private:
     std::vector<Milliseconds> ttls_;

@@ -74,11 +74,15 @@ private:
             if (!batch_.empty()) {
                 if (!deadline) deadline = std::chrono::steady_clock::now() + options_.batch_wait;
                 const auto left = *deadline - std::chrono::steady_clock::now();
-                if (left <= std::chrono::steady_clock::duration::zero()) return;
-                wait = std::chrono::duration_cast<std::chrono::microseconds>(left);
+                wait = std::max(std::chrono::microseconds{0},
+                                std::chrono::duration_cast<std::chrono::microseconds>(left));
             }
             auto event = connection_.next_event(wait);
-            if (event) take(std::move(*event));
+            if (event) {
+                take(std::move(*event));
+            } else if (!batch_.empty()) {
+                return;  // nothing more arrived in time
+            }
         }
     }
 

@@ -22,7 +22,9 @@ struct IngestOptions {
     CommandLimits limits;
     std::uint16_t prefetch = 2000;
     std::size_t batch_size = 500;
-    Milliseconds batch_wait{5};
+    // How long to wait for more commands once one arrived. 0: take what has already arrived
+    // (batches then grow by themselves under load, while the previous commit runs).
+    Milliseconds batch_wait{0};
     Milliseconds horizon{60000};
 };
 

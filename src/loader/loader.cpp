@@ -55,6 +55,7 @@ void Loader::schedule(std::vector<ClaimedRun> runs) {
             const auto publish_at = ladder_.publish_at(run.due_at, now);
             schedule_.push(Scheduled{publish_at, std::move(run)});
         }
+        ++schedule_generation_;
     }
     publisher_wake_.notify_one();
 }
@@ -108,8 +109,9 @@ void Loader::claim_loop(std::stop_token stop) {
                     wake_requested_ = false;
                 }
                 if (capacity > 0) {
+                    // The lease covers the wait in memory before the publish, then `lease`.
                     auto runs = store.claim_due(options_.owner, now_ms() + options_.horizon,
-                                                capacity, options_.lease);
+                                                capacity, options_.lease + ladder_.step());
                     const bool maybe_more = runs.size() == capacity;
                     if (!runs.empty()) spdlog::debug("loader: claimed {} runs", runs.size());
                     schedule(std::move(runs));
@@ -181,6 +183,7 @@ void Loader::publish_session(std::stop_token stop) {
             schedule_.push(std::move(it->second));
             --in_flight_;
         }
+        ++schedule_generation_;
     };
     auto settle = [&](const amqp::Confirm& confirm) {
         const auto first = in_flight.begin();
@@ -250,9 +253,9 @@ void Loader::publish_session(std::stop_token stop) {
             } else {
                 {
                     std::unique_lock lock(mutex_);
+                    const auto generation = schedule_generation_;
                     publisher_wake_.wait_until(lock, next_publish, [&] {
-                        return stop.stop_requested() ||
-                               (!schedule_.empty() && schedule_.top().publish_at <= now_ms());
+                        return stop.stop_requested() || schedule_generation_ != generation;
                     });
                 }
                 // Keeps heartbeats flowing and notices a closed connection.

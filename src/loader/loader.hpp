@@ -86,6 +86,7 @@ private:
     std::size_t in_flight_ = 0;        // published, not yet confirmed
     std::size_t in_memory_bytes_ = 0;  // bodies of scheduled and in-flight runs
     std::vector<HandedOverRun> confirmed_;
+    std::uint64_t schedule_generation_ = 0;  // bumped on every push: the publisher re-plans
     bool wake_requested_ = false;
     bool publisher_done_ = false;
     std::atomic<std::uint64_t> handed_over_total_{0};

@@ -83,7 +83,8 @@ void prepare_statements(pqxx::connection& c) {
                   "  AND due_at <= $2 ORDER BY due_at LIMIT $3 FOR UPDATE SKIP LOCKED), "
                   "expired AS ("
                   "  SELECT id FROM jobs WHERE lease_owner IS NOT NULL AND lease_until < now() "
-                  "  AND state = 'pending' ORDER BY lease_until LIMIT $3 FOR UPDATE SKIP LOCKED) "
+                  "  AND lease_owner <> $1 AND state = 'pending' "
+                  "  ORDER BY lease_until LIMIT $3 FOR UPDATE SKIP LOCKED) "
                   "UPDATE jobs j SET lease_owner = $1, "
                   "lease_until = now() + $4 * interval '1 millisecond', updated_at = now() "
                   "WHERE j.id IN (SELECT id FROM fresh UNION ALL SELECT id FROM expired) "
@@ -245,6 +246,10 @@ std::vector<CommandOutcome> JobStore::apply(const std::vector<Command>& commands
 std::vector<ClaimedRun> JobStore::claim_due(const std::string& owner, TimePoint horizon_end,
                                             std::size_t limit, Milliseconds lease) {
     pqxx::work tx(*connection_);
+    // A claim lost in a database crash is harmless (the run is claimed again, at worst released
+    // twice, which at-least-once allows), so it does not wait for the WAL flush: that saves a
+    // disk sync (~3 ms here) between accepting a due job and publishing it.
+    tx.exec("SET LOCAL synchronous_commit = off");
     const auto rows = tx.exec_prepared("claim_due", owner, format_rfc3339_ms(horizon_end),
                                        static_cast<long>(limit), static_cast<long>(lease.count()));
     tx.commit();

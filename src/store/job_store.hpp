@@ -35,7 +35,9 @@ public:
     std::vector<CommandOutcome> apply(const std::vector<Command>& commands);
 
     // Claims up to `limit` pending runs due at or before `horizon_end` (and runs whose lease
-    // expired), leasing them to `owner` for `lease`. Safe with concurrent loaders.
+    // held by another owner expired), leasing them to `owner` for `lease`. Safe with
+    // concurrent loaders. An owner never takes back its own expired lease: the run may still
+    // be in its memory, and a restarted process has a new owner id.
     std::vector<ClaimedRun> claim_due(const std::string& owner, TimePoint horizon_end,
                                       std::size_t limit, Milliseconds lease);
     // Records runs the broker confirmed; only runs still leased to `owner` are changed.

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "amqp/connection.hpp"
+#include "support/amqp_client.hpp"
 #include "hourglass/command.hpp"
 #include "hourglass/message.hpp"
 #include "hourglass/time.hpp"
@@ -41,40 +41,6 @@ public:
 private:
     pid_t pid_ = -1;
     std::string log_path_;
-};
-
-// A received message and when it arrived.
-struct Received {
-    Message message;
-    TimePoint received_at;
-    std::chrono::sys_time<std::chrono::microseconds> received_at_us;
-};
-
-// A client of the broker, as a user's application would be.
-class Client {
-public:
-    explicit Client(const std::string& url);
-    // Publishes with publisher confirms and waits for the broker's ack.
-    void publish(const Message& message);
-    // Publishes many, waiting for the confirms once at the end.
-    void publish_all(const std::vector<Message>& messages);
-    // Declares an exclusive server-named queue bound to `exchange` with `binding_key` and
-    // consumes it; returns the queue name.
-    std::string subscribe(const std::string& exchange, const std::string& binding_key);
-    // Declares an exclusive queue for receipts; returns its name.
-    std::string receipt_queue();
-    std::optional<Received> receive(std::chrono::milliseconds timeout);
-    // Everything that arrives within `quiet` of the last message (and at most `total`).
-    std::vector<Received> drain(std::chrono::milliseconds quiet, std::chrono::milliseconds total);
-    std::optional<std::uint32_t> queue_size(const std::string& queue);
-    amqp::Connection& connection() { return connection_; }
-
-private:
-    void wait_for_confirms();
-    amqp::Connection connection_;
-    std::uint64_t published_ = 0;
-    std::uint64_t confirmed_ = 0;
-    std::vector<Received> early_;  // deliveries that arrived while waiting for confirms
 };
 
 // Per-test setup: names, a database connection, and hourglass processes.
@@ -119,7 +85,5 @@ struct ReceiptView {
 };
 ReceiptView parse_receipt(const Received& received);
 
-const FieldValue* header_of(const Message& message, std::string_view name);
-std::string string_header(const Message& message, std::string_view name);
 
 }  // namespace hourglass::testing

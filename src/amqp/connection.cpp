@@ -5,9 +5,8 @@
 #include <amqp_tcp_socket.h>
 #include <sys/time.h>
 
-#include <regex>
-
 #include "amqp/field_table.hpp"
+#include "common/mask.hpp"
 
 namespace hourglass::amqp {
 
@@ -339,10 +338,6 @@ bool Connection::has_buffered_data() const noexcept {
     return amqp_frames_enqueued(state_.get()) || amqp_data_in_buffer(state_.get());
 }
 
-std::string mask_url_password(const std::string& url) {
-    // scheme://user:password@host -> scheme://user:***@host
-    static const std::regex with_password(R"(^([a-zA-Z][a-zA-Z0-9+.-]*://[^:/@]*):[^@/]*@)");
-    return std::regex_replace(url, with_password, "$1:***@");
-}
+std::string mask_url_password(const std::string& url) { return mask_secrets(url); }
 
 }  // namespace hourglass::amqp

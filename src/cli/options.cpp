@@ -1,6 +1,7 @@
 #include "cli/options.hpp"
 
 #include <charconv>
+#include <limits>
 #include <stdexcept>
 #include <unistd.h>
 
@@ -17,7 +18,11 @@ Milliseconds parse_duration(const std::string& text) {
     static const std::pair<const char*, std::int64_t> kUnits[] = {
         {"", 1}, {"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}, {"d", 86400000}};
     for (const auto& [name, factor] : kUnits) {
-        if (unit == name) return Milliseconds{value * factor};
+        if (unit != name) continue;
+        if (value > std::numeric_limits<std::int64_t>::max() / factor) {
+            throw std::invalid_argument("'" + text + "' is too long a duration");
+        }
+        return Milliseconds{value * factor};
     }
     throw std::invalid_argument("'" + text + "' has an unknown unit (use ms, s, m, h or d)");
 }

@@ -233,16 +233,17 @@ BasicProperties release_properties(BasicProperties properties, const std::string
 Command parse_or_throw(const Message& message, TimePoint received_at, const CommandLimits& limits,
                        const std::function<std::string()>& generate_id, Command& command) {
     const auto& properties = message.properties;
-    if (properties.headers && properties.headers->size() > limits.max_header_count) {
-        reject("headers: " + std::to_string(properties.headers->size()) +
-               " entries exceed the limit of " + std::to_string(limits.max_header_count));
-    }
+    // x-reply-to first, so that every later rejection still gets its receipt.
     if (const auto* reply_to = find_header(properties, header::kReplyTo)) {
         const auto* queue = string_of(*reply_to);
         if (!queue || queue->empty() || queue->size() > 255) {
             reject("x-reply-to: " + describe(*reply_to) + " is not a queue name");
         }
         command.reply_to = *queue;
+    }
+    if (properties.headers && properties.headers->size() > limits.max_header_count) {
+        reject("headers: " + std::to_string(properties.headers->size()) +
+               " entries exceed the limit of " + std::to_string(limits.max_header_count));
     }
     const bool has_id = properties.message_id && !properties.message_id->empty();
     if (has_id) {
@@ -276,7 +277,7 @@ Command parse_or_throw(const Message& message, TimePoint received_at, const Comm
               {header::kCron, cron}}) {
             if (present) names += (names.empty() ? "" : " and ") + std::string(name);
         }
-        reject(names + " are all set: set exactly one time header");
+        reject(names + " are set together: set exactly one time header");
     }
     if (!cron) {
         for (const auto name : {header::kCronTz, header::kCronUntil, header::kCronLimit}) {

@@ -1,9 +1,9 @@
 #include "store/job_store.hpp"
 
 #include <pqxx/pqxx>
-#include <regex>
 #include <unordered_map>
 
+#include "common/mask.hpp"
 #include "hourglass/properties_json.hpp"
 
 namespace hourglass::store {
@@ -332,11 +332,6 @@ std::optional<TimePoint> JobStore::next_claimable_due() {
     return optional_time_of(tx.exec_prepared1("next_claimable_due")[0]);
 }
 
-std::string mask_pg_url(const std::string& url) {
-    static const std::regex uri_password(R"(^(postgres(?:ql)?://[^:/@]*):[^@/]*@)");
-    static const std::regex keyword_password(R"((password\s*=\s*)('[^']*'|\S+))");
-    return std::regex_replace(std::regex_replace(url, uri_password, "$1:***@"), keyword_password,
-                              "$1***");
-}
+std::string mask_pg_url(const std::string& url) { return mask_secrets(url); }
 
 }  // namespace hourglass::store

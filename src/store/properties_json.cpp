@@ -176,6 +176,9 @@ FieldValue value_from_json(const json& field, int depth) {
     if (depth > 128) throw std::invalid_argument("too deep");
     const auto type = field.at("t").get<std::string>();
     if (type == "void") return Void{};
+    // Non-finite floats are stored as text under "s", without "v".
+    if (type == "f32") return floating_from_json<float>(field);
+    if (type == "f64") return floating_from_json<double>(field);
     const json& v = field.at("v");
     if (type == "bool") return v.get<bool>();
     if (type == "i8") return checked_number<std::int8_t>(v);
@@ -186,8 +189,6 @@ FieldValue value_from_json(const json& field, int depth) {
     if (type == "u32") return checked_number<std::uint32_t>(v);
     if (type == "i64") return checked_number<std::int64_t>(v);
     if (type == "u64") return checked_number<std::uint64_t>(v);
-    if (type == "f32") return floating_from_json<float>(field);
-    if (type == "f64") return floating_from_json<double>(field);
     if (type == "decimal")
         return Decimal{checked_number<std::uint8_t>(field.at("decimals")),
                        checked_number<std::uint32_t>(v)};
@@ -195,6 +196,7 @@ FieldValue value_from_json(const json& field, int depth) {
     if (type == "bytes") return ByteArray{bytes_from_json(v)};
     if (type == "timestamp") return Timestamp{checked_number<std::uint64_t>(v)};
     if (type == "array") {
+        if (!v.is_array()) throw std::invalid_argument("array expected");
         FieldArray items;
         for (const auto& item : v) items.push_back(value_from_json(item, depth + 1));
         return items;
@@ -204,6 +206,7 @@ FieldValue value_from_json(const json& field, int depth) {
 }
 
 FieldTable table_from_json(const json& entries, int depth) {
+    if (!entries.is_array()) throw std::invalid_argument("table expected");
     FieldTable table;
     for (const auto& entry : entries) {
         if (!entry.is_array() || entry.size() != 2) throw std::invalid_argument("bad entry");

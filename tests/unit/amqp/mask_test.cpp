@@ -1,0 +1,116 @@
+// Secrets are never logged (SPEC §8): amqp::mask_url_password and store::mask_pg_url hide the
+// password of every URL and conninfo form and leave everything else readable.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "amqp/connection.hpp"
+#include "store/job_store.hpp"
+
+namespace hourglass {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+// --- AMQP URLs ------------------------------------------------------------------------------
+
+TEST(MaskUrlPassword, amqp_password_is_replaced) {
+    EXPECT_EQ(amqp::mask_url_password("amqp://guest:guest@127.0.0.1:5672/%2f"),
+              "amqp://guest:***@127.0.0.1:5672/%2f");
+}
+
+TEST(MaskUrlPassword, amqps_password_is_replaced) {
+    EXPECT_EQ(amqp::mask_url_password("amqps://hourglass:s3cr3t@broker.example:5671/prod"),
+              "amqps://hourglass:***@broker.example:5671/prod");
+}
+
+TEST(MaskUrlPassword, password_with_special_characters_is_replaced) {
+    for (const std::string password : {"p%40ss%2Fword", "pa:ss", "p?a#s=s", "p;a&s!s", "'a b'"}) {
+        SCOPED_TRACE(password);
+        const auto masked = amqp::mask_url_password("amqp://user:" + password + "@host:5672/v");
+        EXPECT_EQ(masked, "amqp://user:***@host:5672/v");
+        EXPECT_THAT(masked, Not(HasSubstr(password)));
+    }
+}
+
+TEST(MaskUrlPassword, empty_user_with_password_is_masked) {
+    EXPECT_EQ(amqp::mask_url_password("amqp://:secret@host/"), "amqp://:***@host/");
+}
+
+TEST(MaskUrlPassword, url_without_password_is_unchanged) {
+    for (const std::string url :
+         {"amqp://host", "amqp://host:5672/vhost", "amqp://user@host:5672/vhost",
+          "amqps://broker.example:5671/%2f", "amqp://[::1]:5672/", "", "not a url"}) {
+        EXPECT_EQ(amqp::mask_url_password(url), url);
+    }
+}
+
+TEST(MaskUrlPassword, host_port_and_vhost_stay_readable) {
+    const auto masked = amqp::mask_url_password("amqp://u:secret@rabbit-1.internal:5673/orders");
+    EXPECT_THAT(masked, HasSubstr("rabbit-1.internal:5673/orders"));
+    EXPECT_THAT(masked, HasSubstr("u:"));
+    EXPECT_THAT(masked, Not(HasSubstr("secret")));
+}
+
+TEST(MaskUrlPassword, unencoded_slash_or_at_in_the_password_is_still_hidden) {
+    const auto slash = amqp::mask_url_password("amqp://user:pa/ss@host/");
+    EXPECT_THAT(slash, Not(HasSubstr("pa/ss")));
+    EXPECT_THAT(slash, Not(HasSubstr("ss@")));
+    const auto at = amqp::mask_url_password("amqp://user:p@ss@host/");
+    EXPECT_THAT(at, Not(HasSubstr("ss@")));
+}
+
+// --- PostgreSQL URIs and conninfo -----------------------------------------------------------
+
+TEST(MaskPgUrl, postgresql_uri_password_is_replaced) {
+    EXPECT_EQ(store::mask_pg_url("postgresql://hourglass:secret@db:5432/hourglass"),
+              "postgresql://hourglass:***@db:5432/hourglass");
+    EXPECT_EQ(store::mask_pg_url("postgres://u:secret@db/x?sslmode=require"),
+              "postgres://u:***@db/x?sslmode=require");
+}
+
+TEST(MaskPgUrl, conninfo_password_is_replaced) {
+    EXPECT_EQ(store::mask_pg_url("host=db user=hg password=secret dbname=hg"),
+              "host=db user=hg password=*** dbname=hg");
+    EXPECT_EQ(store::mask_pg_url("password=secret"), "password=***");
+}
+
+TEST(MaskPgUrl, quoted_conninfo_password_with_spaces_is_replaced) {
+    EXPECT_EQ(store::mask_pg_url("host=db password='a b' dbname=hg"),
+              "host=db password=*** dbname=hg");
+}
+
+TEST(MaskPgUrl, conninfo_password_with_spaces_around_the_equals_sign_is_replaced) {
+    const auto masked = store::mask_pg_url("host=db password = secret dbname=hg");
+    EXPECT_THAT(masked, Not(HasSubstr("secret")));
+    EXPECT_THAT(masked, HasSubstr("dbname=hg"));
+}
+
+TEST(MaskPgUrl, password_in_the_uri_query_is_hidden) {
+    const auto masked = store::mask_pg_url("postgresql://db/hg?password=secret&sslmode=require");
+    EXPECT_THAT(masked, Not(HasSubstr("secret")));
+    EXPECT_THAT(masked, HasSubstr("postgresql://db/hg?"));
+}
+
+TEST(MaskPgUrl, url_without_password_is_unchanged) {
+    for (const std::string url :
+         {"postgresql://127.0.0.1:5432/hourglass", "postgresql://user@db/x", "postgres://db",
+          "host=db user=hg dbname=hg", "", "dbname=hourglass"}) {
+        EXPECT_EQ(store::mask_pg_url(url), url);
+    }
+}
+
+TEST(MaskPgUrl, escaped_quote_inside_a_quoted_password_is_still_hidden) {
+    const auto masked = store::mask_pg_url(R"(password='se\'cret' host=db)");
+    EXPECT_THAT(masked, Not(HasSubstr("cret")));
+    EXPECT_THAT(masked, HasSubstr("host=db"));
+}
+
+TEST(MaskPgUrl, unencoded_slash_in_the_uri_password_is_still_hidden) {
+    EXPECT_THAT(store::mask_pg_url("postgresql://u:pa/ss@db/x"), Not(HasSubstr("pa/ss")));
+}
+
+}  // namespace
+}  // namespace hourglass

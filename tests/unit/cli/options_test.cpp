@@ -1,0 +1,172 @@
+// Configuration (src/cli/options.hpp): durations as operators write them, and the options each
+// component receives from one ServiceOptions.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+#include <string>
+#include <unistd.h>
+
+#include "cli/options.hpp"
+
+namespace hourglass::cli {
+namespace {
+
+using ::testing::HasSubstr;
+
+// --- parse_duration -------------------------------------------------------------------------
+
+TEST(ParseDuration, every_unit_converts_to_milliseconds) {
+    EXPECT_EQ(parse_duration("250ms"), Milliseconds{250});
+    EXPECT_EQ(parse_duration("60s"), Milliseconds{60000});
+    EXPECT_EQ(parse_duration("5m"), Milliseconds{300000});
+    EXPECT_EQ(parse_duration("2h"), Milliseconds{7200000});
+    EXPECT_EQ(parse_duration("7d"), Milliseconds{604800000});
+}
+
+TEST(ParseDuration, plain_number_is_milliseconds) {
+    EXPECT_EQ(parse_duration("1500"), Milliseconds{1500});
+    EXPECT_EQ(parse_duration("0"), Milliseconds{0});
+}
+
+TEST(ParseDuration, zero_with_a_unit_is_zero) {
+    EXPECT_EQ(parse_duration("0s"), Milliseconds{0});
+    EXPECT_EQ(parse_duration("0d"), Milliseconds{0});
+}
+
+TEST(ParseDuration, default_max_delay_of_3650_days) {
+    EXPECT_EQ(parse_duration("3650d"), Milliseconds{3650LL * 86400000LL});
+}
+
+void expect_invalid(const std::string& text) {
+    SCOPED_TRACE(text);
+    try {
+        parse_duration(text);
+        ADD_FAILURE() << "'" << text << "' was accepted";
+    } catch (const std::invalid_argument& error) {
+        EXPECT_THAT(error.what(), HasSubstr("'" + text + "'"));
+    }
+}
+
+TEST(ParseDuration, unknown_unit_is_rejected_naming_the_value) {
+    for (const std::string text : {"5x", "5sec", "5 s", "5S", "5M", "5ms5", "5us", "1w"}) {
+        expect_invalid(text);
+    }
+}
+
+TEST(ParseDuration, negative_is_rejected) {
+    expect_invalid("-5s");
+    expect_invalid("-1");
+}
+
+TEST(ParseDuration, empty_and_non_numbers_are_rejected) {
+    for (const std::string text : {"", "s", "ms", " 5s", "+5s", "five", "1.5s", "0x10"}) {
+        expect_invalid(text);
+    }
+}
+
+TEST(ParseDuration, number_too_large_for_64_bits_is_rejected) {
+    expect_invalid("99999999999999999999");
+}
+
+TEST(ParseDuration, value_that_overflows_after_the_unit_is_rejected) {
+    expect_invalid("200000000000d");
+    expect_invalid("9223372036854775807s");
+}
+
+// --- options for each component -------------------------------------------------------------
+
+ServiceOptions custom_options() {
+    ServiceOptions options;
+    options.amqp_url = "amqps://u:p@broker:5671/prod";
+    options.amqp_ca_cert = "/etc/ca.pem";
+    options.pg_url = "postgresql://db/jobs";
+    options.prefix = "acme";
+    options.schema = "acme_jobs";
+    options.queue_type = "quorum";
+    options.horizon = "2m";
+    options.lease = "45s";
+    options.max_delay = "30d";
+    options.max_body = 4096;
+    options.no_audit = true;
+    return options;
+}
+
+TEST(ServiceOptions, ingest_gets_limits_names_horizon_and_connections) {
+    const auto ingest = custom_options().ingest();
+    EXPECT_EQ(ingest.horizon, Milliseconds{120000});
+    EXPECT_EQ(ingest.limits.max_body_bytes, 4096u);
+    EXPECT_EQ(ingest.limits.max_delay, Milliseconds{30LL * 86400000LL});
+    EXPECT_EQ(ingest.limits.output_exchange, "acme.out");
+    EXPECT_EQ(ingest.names.prefix, "acme");
+    EXPECT_EQ(ingest.names.input, "acme.in");
+    EXPECT_EQ(ingest.names.rejected, "acme.rejected");
+    EXPECT_EQ(ingest.amqp.url, "amqps://u:p@broker:5671/prod");
+    EXPECT_EQ(ingest.amqp.ca_cert_file, "/etc/ca.pem");
+    EXPECT_EQ(ingest.store.pg_url, "postgresql://db/jobs");
+    EXPECT_EQ(ingest.store.schema, "acme_jobs");
+}
+
+TEST(ServiceOptions, loader_gets_horizon_lease_topology_and_a_unique_owner) {
+    const auto options = custom_options();
+    const auto loader = options.loader();
+    EXPECT_EQ(loader.horizon, Milliseconds{120000});
+    EXPECT_EQ(loader.lease, Milliseconds{45000});
+    EXPECT_EQ(loader.topology.names.prefix, "acme");
+    EXPECT_EQ(loader.topology.names.output, "acme.out");
+    EXPECT_EQ(loader.topology.names.release, "acme.delay.release");
+    EXPECT_EQ(loader.topology.queue_type, delay::QueueType::quorum);
+    EXPECT_FALSE(loader.topology.audit);
+    EXPECT_EQ(loader.amqp.url, options.amqp_url);
+    EXPECT_EQ(loader.store.schema, "acme_jobs");
+    EXPECT_THAT(loader.owner, HasSubstr(":" + std::to_string(getpid()) + ":"));
+    EXPECT_NE(loader.owner, options.loader().owner) << "two loaders must not share a lease owner";
+}
+
+TEST(ServiceOptions, defaults_match_the_spec) {
+    const ServiceOptions options;
+    const auto ingest = options.ingest();
+    EXPECT_EQ(ingest.horizon, Milliseconds{60000});
+    EXPECT_EQ(ingest.limits.max_body_bytes, 1024u * 1024u);
+    EXPECT_EQ(ingest.limits.max_delay, Milliseconds{3650LL * 86400000LL});
+    EXPECT_EQ(ingest.limits.output_exchange, "hourglass.out");
+    EXPECT_EQ(ingest.names.input, "hourglass.in");
+    EXPECT_FALSE(ingest.limits.allow_exchange.has_value()) << "no other exchange by default";
+    EXPECT_EQ(ingest.store.schema, "hourglass");
+    const auto loader = options.loader();
+    EXPECT_EQ(loader.horizon, Milliseconds{60000});
+    EXPECT_EQ(loader.lease, Milliseconds{30000});
+    EXPECT_EQ(loader.topology.queue_type, delay::QueueType::classic);
+    EXPECT_TRUE(loader.topology.audit);
+}
+
+TEST(ServiceOptions, schema_does_not_follow_the_prefix) {
+    ServiceOptions options;
+    options.prefix = "acme";
+    EXPECT_EQ(options.store().schema, "hourglass");
+    EXPECT_EQ(options.ingest().store.schema, "hourglass");
+}
+
+TEST(ServiceOptions, audit_and_topology_use_the_prefix) {
+    const auto options = custom_options();
+    EXPECT_EQ(options.audit().names.audit, "acme.delay.audit");
+    EXPECT_EQ(options.audit().store.pg_url, "postgresql://db/jobs");
+    EXPECT_EQ(options.topology().names.unroutable, "acme.unroutable");
+    EXPECT_FALSE(options.topology().audit);
+}
+
+TEST(ServiceOptions, bad_durations_surface_as_invalid_argument) {
+    ServiceOptions options;
+    options.horizon = "soon";
+    EXPECT_THROW(options.ingest(), std::invalid_argument);
+    EXPECT_THROW(options.loader(), std::invalid_argument);
+    options.horizon = "60s";
+    options.max_delay = "-1d";
+    EXPECT_THROW(options.ingest(), std::invalid_argument);
+    options.max_delay = "1d";
+    options.lease = "30 s";
+    EXPECT_THROW(options.loader(), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace hourglass::cli

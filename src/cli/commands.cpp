@@ -7,6 +7,7 @@
 #include <pqxx/pqxx>
 #include <thread>
 
+#include "cron/recurrence.hpp"
 #include "store/migrations.hpp"
 
 namespace hourglass::cli {
@@ -101,7 +102,7 @@ int run_service(const ServiceOptions& options) {
         spdlog::info("topology declared ({}.in -> {}.out)", options.prefix, options.prefix);
     }
 
-    loader::Loader loader(loader_options);
+    loader::Loader loader(loader_options, cron::next_due_after_handover);
     std::jthread loader_thread([&](std::stop_token) { loader.run(stop.get_token()); });
     std::jthread ingest_thread([&](std::stop_token) {
         ingest::run_ingest(ingest_options, [&] { loader.wake(); }, stop.get_token());

@@ -1,5 +1,7 @@
 #include "cli/options.hpp"
 
+#include "cron/recurrence.hpp"
+
 #include <charconv>
 #include <limits>
 #include <stdexcept>
@@ -52,6 +54,7 @@ ingest::IngestOptions ServiceOptions::ingest() const {
     options.limits.max_body_bytes = max_body;
     options.limits.max_delay = parse_duration(max_delay);
     options.limits.output_exchange = options.names.output;
+    options.limits.first_cron_run = cron::first_run;
     options.horizon = parse_duration(horizon);
     return options;
 }

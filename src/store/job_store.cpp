@@ -151,9 +151,11 @@ CommandOutcome cancel_one(pqxx::work& tx, const CancelCommand& cancel) {
         tx.exec_prepared("cancel_job", cancel.id);
         return {CommandStatus::cancelled, due, {}};
     }
-    // A recurring job with a run in flight still stops for good after that run (SPEC §3.2).
+    // A recurring job stops for good, even with a run in flight, which is still released
+    // (SPEC §3.2). Its last run already handed over (enqueued) or done: too late.
     if (recurring && state == "pending") {
         tx.exec_prepared("cancel_job", cancel.id);
+        return {CommandStatus::cancelled, due, {}};
     }
     return {CommandStatus::too_late, due, {}};
 }

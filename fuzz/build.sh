@@ -1,0 +1,49 @@
+#!/bin/sh
+# Builds the libFuzzer targets (not part of the CMake build): fuzz/<name>_fuzz.cpp becomes
+# build-fuzz/<name>_fuzz. Needs clang++ with libclang_rt.fuzzer (Debian: clang, libclang-rt-dev).
+#
+#   fuzz/build.sh [name...]                 # default: every fuzz/*_fuzz.cpp
+#   build-fuzz/cron_fuzz -dict=fuzz/cron.dict -max_total_time=300 "$(mktemp -d)" fuzz/corpus/cron
+#   (the first directory collects new inputs; fuzz/corpus/<name> stays a small seed corpus)
+set -eu
+cd "$(dirname "$0")/.."
+CXX="${CXX:-clang++}"
+# The definitions are those of hourglass_core in CMakeLists.txt and of Debian's spdlog and fmt
+# CMake targets.
+FLAGS="-std=c++20 -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined
+       -fno-sanitize-recover=undefined -Iinclude -Isrc
+       -DHOURGLASS_VERSION=\"fuzz\" -DUSE_OS_TZDB=1
+       -DSPDLOG_SHARED_LIB -DSPDLOG_COMPILED_LIB -DSPDLOG_FMT_EXTERNAL -DFMT_SHARED"
+mkdir -p build-fuzz
+
+# Sources each target needs besides its own file: the pure-logic targets take only their own
+# files, anything else the whole core library (src/ without the CLI entry point).
+sources_for() {
+    case "$1" in
+        cron) echo src/cron/parse.cpp src/cron/next_occurrence.cpp src/cron/zone.cpp ;;
+        rfc3339) echo src/common/time.cpp ;;
+        command) echo src/ingest/command_parser.cpp src/common/time.cpp src/common/message.cpp \
+                      src/common/uuid.cpp src/store/properties_json.cpp ;;
+        properties) echo src/store/properties_json.cpp src/amqp/field_table.cpp \
+                         src/common/message.cpp ;;
+        *) find src -name '*.cpp' ! -path src/cli/main.cpp | sort ;;
+    esac
+}
+libraries_for() {
+    case "$1" in
+        cron|rfc3339) echo -ldate-tz ;;
+        command) echo -ldate-tz -lcrypto -luuid ;;
+        properties) echo -lrabbitmq -lcrypto ;;
+        *) echo -ldate-tz -lrabbitmq -lpqxx -lpq -luuid -lspdlog -lfmt -pthread ;;
+    esac
+}
+
+if [ "$#" -eq 0 ]; then
+    set -- $(for f in fuzz/*_fuzz.cpp; do basename "$f" _fuzz.cpp; done)
+fi
+for name in "$@"; do
+    echo "building build-fuzz/${name}_fuzz"
+    # shellcheck disable=SC2046,SC2086
+    "$CXX" $FLAGS "fuzz/${name}_fuzz.cpp" $(sources_for "$name") $(libraries_for "$name") \
+        -o "build-fuzz/${name}_fuzz"
+done

@@ -1,0 +1,51 @@
+// libFuzzer target: every command a client can publish to hourglass.in (SPEC §3.3). Each input
+// gives exactly one defined outcome, never a crash or an exception; receipts are valid JSON;
+// accepted schedules carry no control header and a persistent delivery mode.
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+
+#include "field_values.hpp"
+#include "hourglass/command.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+    using namespace hourglass;
+    FuzzedDataProvider in(data, size);
+    Message message;
+    message.exchange = "hourglass.in";
+    message.routing_key = in.ConsumeRandomLengthString(40);
+    message.properties = fuzzing::make_properties(in);
+    message.body = in.ConsumeRandomLengthString(2000);
+
+    CommandLimits limits;
+    limits.max_body_bytes = 1000;
+    limits.max_header_count = 8;
+    limits.allow_exchange = std::regex("allowed\\..*");
+    if (in.ConsumeBool()) {
+        limits.first_cron_run = [](const CronSpec& spec, TimePoint after)
+            -> std::variant<TimePoint, std::string> {
+            if (spec.expression.empty()) return std::string("x-cron: empty");
+            return after + std::chrono::seconds{1};
+        };
+    }
+    const auto received_at = from_epoch_ms(in.ConsumeIntegralInRange<std::int64_t>(0, 4102444800000));
+    const auto command = parse_command(message, received_at, limits, [] { return std::string("generated-id"); });
+
+    if (const auto* job = std::get_if<ScheduleCommand>(&command.action)) {
+        for (const auto* name : {"x-delay", "x-schedule-at", "x-cron", "x-cancel", "x-replace",
+                                 "x-reply-to", "x-hourglass-exchange"}) {
+            if (find_header(job->properties, name) != nullptr) std::abort();
+        }
+        if (job->properties.delivery_mode != 2 || job->properties.user_id ||
+            job->properties.expiration || job->id.empty() || job->body.size() > 1000) {
+            std::abort();
+        }
+    }
+    CommandOutcome outcome;
+    if (const auto* rejection = std::get_if<Rejection>(&command.action)) {
+        if (rejection->error.empty()) std::abort();
+        outcome.error = rejection->error;
+    }
+    const auto receipt = nlohmann::json::parse(receipt_json(command.id, outcome), nullptr, false);
+    if (receipt.is_discarded() || !receipt.contains("status")) std::abort();
+    return 0;
+}

@@ -1,0 +1,62 @@
+#include "cron/recurrence.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include "hourglass/cron.hpp"
+
+namespace hourglass::cron {
+
+namespace {
+// Counting the coalesced runs is for the log only; stop counting after this many.
+constexpr std::size_t kMaxCoalescedCount = 100000;
+}  // namespace
+
+std::variant<TimePoint, std::string> first_run(const CronSpec& spec, TimePoint accepted_at) {
+    auto parsed = parse(spec.expression);
+    if (auto* error = std::get_if<ParseError>(&parsed)) return "x-cron: " + error->message;
+    const auto& expression = std::get<CronExpression>(parsed);
+    const auto* zone = find_zone(spec.zone);
+    if (zone == nullptr) return "x-cron-tz: unknown time zone '" + spec.zone + "'";
+    if (!can_ever_fire(expression)) {
+        return "x-cron: '" + spec.expression + "' can never fire (no such date)";
+    }
+    const auto first = next_occurrence(expression, *zone, accepted_at);
+    if (!first) return "x-cron: '" + spec.expression + "' has no run in the years ahead";
+    if (spec.until && *first > *spec.until) {
+        return "x-cron-until: '" + spec.expression + "' has no run before " +
+               format_rfc3339_ms(*spec.until);
+    }
+    return *first;
+}
+
+NextRun next_run(const CronSpec& spec, int run, TimePoint due, TimePoint now) {
+    NextRun result;
+    if (spec.limit && run >= *spec.limit) return result;
+    auto parsed = parse(spec.expression);
+    const auto* expression = std::get_if<CronExpression>(&parsed);
+    const auto* zone = find_zone(spec.zone);
+    // Stored jobs were validated on the way in; a row edited by hand into nonsense just ends.
+    if (expression == nullptr || zone == nullptr) return result;
+
+    auto next = next_occurrence(*expression, *zone, due);
+    while (next && *next <= now && result.coalesced < kMaxCoalescedCount) {
+        ++result.coalesced;
+        next = next_occurrence(*expression, *zone, *next);
+    }
+    if (next && *next <= now) next = next_occurrence(*expression, *zone, now);
+    if (next && spec.until && *next > *spec.until) next.reset();
+    result.due = next;
+    return result;
+}
+
+std::optional<TimePoint> next_due_after_handover(const ClaimedRun& run, TimePoint now) {
+    if (!run.cron) return std::nullopt;
+    const auto next = next_run(*run.cron, run.run, run.due_at, now);
+    if (next.coalesced > 0) {
+        spdlog::info("job {}: {} missed runs of '{}' coalesced into run {} (due {})", run.id,
+                     next.coalesced, run.cron->expression, run.run, format_rfc3339_ms(run.due_at));
+    }
+    return next.due;
+}
+
+}  // namespace hourglass::cron

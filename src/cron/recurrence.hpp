@@ -1,0 +1,33 @@
+// Recurring jobs (SPEC §3.1, §4): the glue between a job's CronSpec and the cron engine.
+// first_run validates a schedule command (expression, zone, until, limit) and gives its first
+// due time; next_run gives the due time that follows a run handed over to the delay topology,
+// coalescing runs missed while no hourglass was running.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <variant>
+
+#include "hourglass/command.hpp"
+#include "hourglass/job.hpp"
+
+namespace hourglass::cron {
+
+// The first run strictly after `accepted_at`, or a rejection reason naming the header at fault.
+std::variant<TimePoint, std::string> first_run(const CronSpec& spec, TimePoint accepted_at);
+
+struct NextRun {
+    std::optional<TimePoint> due;  // empty: the job has had its last run
+    std::size_t coalesced = 0;     // runs skipped because they fell before `now`
+};
+
+// After run number `run`, due at `due`, was handed over at `now`: the next run. Runs that fell
+// between `due` and `now` (service down, or a backlog) are coalesced into the run just handed
+// over, so the schedule continues from now (SPEC §4).
+NextRun next_run(const CronSpec& spec, int run, TimePoint due, TimePoint now);
+
+// next_run for a claimed run, as the loader calls it (empty for one-shot jobs); logs coalesced
+// runs.
+std::optional<TimePoint> next_due_after_handover(const ClaimedRun& run, TimePoint now);
+
+}  // namespace hourglass::cron

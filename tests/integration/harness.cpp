@@ -76,6 +76,15 @@ void HourglassProcess::kill_hard() {
     pid_ = -1;
 }
 
+std::size_t HourglassProcess::resident_bytes() const {
+    if (pid_ <= 0) return 0;
+    std::ifstream status("/proc/" + std::to_string(pid_) + "/status");
+    for (std::string line; std::getline(status, line);) {
+        if (line.rfind("VmRSS:", 0) == 0) return std::stoul(line.substr(6)) * 1024;
+    }
+    return 0;
+}
+
 std::string HourglassProcess::log_tail(std::size_t lines) const {
     std::ifstream in(log_path_);
     std::deque<std::string> tail;
@@ -140,6 +149,14 @@ void HourglassTest::wait_until_ready(HourglassProcess& process) {
         std::this_thread::sleep_for(std::chrono::milliseconds{50});
     }
     FAIL() << "hourglass did not start:\n" << process.log_tail();
+}
+
+void HourglassTest::services(const std::string& action, const std::string& arguments) {
+    const auto dir = env_or_skip("HOURGLASS_SERVICES_DIR");
+    ASSERT_FALSE(dir.empty()) << "HOURGLASS_SERVICES_DIR not set: run through scripts/test";
+    const auto command = std::string(HOURGLASS_SERVICES_SCRIPT) + " " + action + " '" + dir +
+                         "' " + arguments + " >/dev/null 2>&1";
+    ASSERT_EQ(std::system(command.c_str()), 0) << command;
 }
 
 Message HourglassTest::command(const std::string& routing_key, const std::string& body) const {

@@ -35,6 +35,9 @@ public:
     int terminate(std::chrono::milliseconds timeout = std::chrono::seconds{20});
     void kill_hard();  // SIGKILL, no cleanup: a crash
     bool running();
+    pid_t pid() const { return pid_; }
+    // Resident memory now, from /proc (0 if not running).
+    std::size_t resident_bytes() const;
     const std::string& log_path() const { return log_path_; }
     std::string log_tail(std::size_t lines = 40) const;
 
@@ -51,8 +54,11 @@ protected:
 
     // Starts `hourglass run` with this test's prefix and schema plus `extra` flags.
     HourglassProcess& start_hourglass(std::vector<std::string> extra = {});
-    // Waits until the topology exists (the input queue can be declared passively).
+    // Waits until the process logged that it runs.
     void wait_until_ready(HourglassProcess& process);
+    // Runs `scripts/services ACTION DIR ARGUMENTS` on the test's private services
+    // (stop-rabbit, start-pg, rabbitmqctl ...).
+    void services(const std::string& action, const std::string& arguments = "");
 
     Message command(const std::string& routing_key, const std::string& body = "body") const;
     Message delayed(const std::string& id, std::int64_t delay_ms,

@@ -12,14 +12,6 @@ using namespace std::chrono_literals;
 
 class Resilience : public HourglassTest {
 protected:
-    void services(const std::string& action) {
-        const auto dir = env_or_skip("HOURGLASS_SERVICES_DIR");
-        ASSERT_FALSE(dir.empty()) << "HOURGLASS_SERVICES_DIR not set: run through scripts/test";
-        const auto command = std::string(HOURGLASS_SERVICES_SCRIPT) + " " + action + " '" + dir +
-                             "' >/dev/null 2>&1";
-        ASSERT_EQ(std::system(command.c_str()), 0) << command;
-    }
-
     // A durable queue bound to the output exchange: it keeps releases across broker restarts.
     std::string durable_subscription(Client& client) {
         const auto queue = prefix_ + ".test-consumer";

@@ -138,6 +138,35 @@ TEST_F(Cron, runs_missed_while_hourglass_was_down_are_coalesced_into_one) {
     EXPECT_NE(log.find("coalesced"), std::string::npos) << "coalescing is logged";
 }
 
+TEST_F(Cron, replace_changes_the_expression_zone_and_payload_of_a_recurring_job) {
+    start_hourglass({"--horizon", "2s"});
+    Client client(amqp_url_);
+    client.subscribe(out_exchange(), "cron.#");
+    const auto replies = client.receipt_queue();
+    // First every minute at second 30 in UTC, far enough not to be claimed yet...
+    client.publish(recurring("cron-replace", "30 * * * * *"));
+    // ... then every second in another zone with another body.
+    auto replacement = recurring("cron-replace", "* * * * * *");
+    replacement.body = "new payload";
+    set_header(replacement.properties, "x-cron-tz", std::string("Europe/Berlin"));
+    set_header(replacement.properties, "x-cron-limit", std::int32_t{2});
+    set_header(replacement.properties, "x-replace", true);
+    set_header(replacement.properties, "x-reply-to", replies);
+    client.publish(replacement);
+    std::optional<ReceiptView> receipt;
+    std::vector<Received> runs;
+    for (const auto& r : client.drain(3000ms, 20s)) {
+        if (r.message.properties.content_type == "application/json") receipt = parse_receipt(r);
+        else runs.push_back(r);
+    }
+    ASSERT_TRUE(receipt);
+    EXPECT_EQ(receipt->status, "replaced");
+    ASSERT_EQ(runs.size(), 2u) << "the new expression and limit apply";
+    for (const auto& run : runs) EXPECT_EQ(run.message.body, "new payload");
+    EXPECT_EQ(sql("SELECT cron || ' ' || cron_tz FROM jobs WHERE id = 'cron-replace'")[0][0].as<std::string>(),
+              "* * * * * * Europe/Berlin");
+}
+
 TEST_F(Cron, bad_cron_commands_are_rejected_with_the_field_named) {
     start_hourglass();
     Client client(amqp_url_);

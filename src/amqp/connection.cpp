@@ -129,6 +129,7 @@ Connection::Connection(const ConnectionOptions& options) {
                               info.user + "' (wrong credentials or vhost '" + info.vhost + "')");
     }
     check_reply(state, login, "logging in to RabbitMQ");
+    counted_open_ = metrics::ScopedGaugeIncrement(options.open_connections);
 }
 
 Connection::~Connection() noexcept = default;

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "hourglass/message.hpp"
+#include "hourglass/metrics.hpp"
 
 struct amqp_connection_state_t_;
 
@@ -49,6 +50,8 @@ struct ConnectionOptions {
     std::chrono::milliseconds connect_timeout{5000};
     std::string ca_cert_file;  // amqps: CA bundle to verify the broker (empty: system default)
     int frame_max = 131072;
+    // Counts this connection while it is open (hourglass_connected, /readyz); may be null.
+    metrics::Gauge* open_connections = nullptr;
 };
 
 // An exchange or queue argument table (x-message-ttl, alternate-exchange, ...).
@@ -134,6 +137,7 @@ private:
     std::unique_ptr<amqp_connection_state_t_, StateDeleter> state_;
     std::vector<std::uint64_t> publish_sequence_;  // per channel, for confirm channels
     std::vector<bool> confirm_channels_;
+    metrics::ScopedGaugeIncrement counted_open_;  // set once logged in
 };
 
 // The URL with its password replaced by "***", for logs (SPEC §8: secrets are never logged).

@@ -42,7 +42,7 @@ void audit_session(const AuditOptions& options, std::stop_token stop) {
     std::optional<std::chrono::steady_clock::time_point> flush_at;
     auto flush = [&] {
         if (last_tag == 0) return;
-        store.record_releases(batch);
+        options.metrics->count_releases(batch.size(), store.record_releases(batch));
         connection.ack(kChannel, last_tag, /*multiple=*/true);
         spdlog::debug("audit: recorded {} releases", batch.size());
         batch.clear();

@@ -7,6 +7,7 @@
 
 #include "amqp/connection.hpp"
 #include "delay/topology.hpp"
+#include "hourglass/metrics.hpp"
 #include "store/job_store.hpp"
 
 namespace hourglass::audit {
@@ -18,6 +19,7 @@ struct AuditOptions {
     std::uint16_t prefetch = 2000;
     std::size_t batch_size = 500;
     Milliseconds batch_wait{20};
+    std::shared_ptr<metrics::ServiceMetrics> metrics = std::make_shared<metrics::ServiceMetrics>();
 };
 
 // Reads id, run and due from a released message's headers; nothing if they are missing.

@@ -8,27 +8,58 @@
 #include <thread>
 
 #include "cron/recurrence.hpp"
+#include "hourglass/metrics.hpp"
+#include "http/http_server.hpp"
+#include "http/readiness.hpp"
+#include "http/stats_refresher.hpp"
 #include "store/migrations.hpp"
 
 namespace hourglass::cli {
 
 namespace {
 
-// Blocks SIGTERM and SIGINT in every thread (call before starting any) and returns a thread
-// that turns the first one into a stop request.
-std::jthread stop_on_signal(std::stop_source& stop) {
-    sigset_t signals;
-    sigemptyset(&signals);
-    sigaddset(&signals, SIGTERM);
-    sigaddset(&signals, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-    return std::jthread([signals, &stop](std::stop_token) {
-        int received = 0;
-        sigwait(&signals, &received);
-        spdlog::info("received {}, stopping: no new commands, finishing in-flight work",
-                     received == SIGTERM ? "SIGTERM" : "SIGINT");
-        stop.request_stop();
-    });
+// Blocks SIGTERM and SIGINT in the calling thread and every thread started after it (so
+// construct it before any), and turns the first one into a stop request. The destructor, also
+// when start-up fails with an exception, ends the thread waiting for the signal.
+class StopOnSignal {
+public:
+    explicit StopOnSignal(std::stop_source& stop) : stop_(stop) {
+        sigset_t signals;
+        sigemptyset(&signals);
+        sigaddset(&signals, SIGTERM);
+        sigaddset(&signals, SIGINT);
+        pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+        thread_ = std::jthread([signals, &stop](std::stop_token) {
+            int received = 0;
+            sigwait(&signals, &received);
+            if (stop.stop_requested()) return;  // woken by the destructor
+            spdlog::info("received {}, stopping: no new commands, finishing in-flight work",
+                         received == SIGTERM ? "SIGTERM" : "SIGINT");
+            stop.request_stop();
+        });
+    }
+    ~StopOnSignal() {
+        stop_.request_stop();
+        pthread_kill(thread_.native_handle(), SIGTERM);  // blocked, so only sigwait sees it
+        thread_.join();
+    }
+    StopOnSignal(const StopOnSignal&) = delete;
+    StopOnSignal& operator=(const StopOnSignal&) = delete;
+
+private:
+    std::stop_source& stop_;
+    std::jthread thread_;
+};
+
+// Gives each component the shared metrics and counts its connections under its name.
+template <typename ComponentOptions>
+void attach_metrics(ComponentOptions& options, metrics::Component component,
+                    const std::shared_ptr<metrics::ServiceMetrics>& service_metrics) {
+    options.metrics = service_metrics;
+    options.amqp.open_connections =
+        &service_metrics->open_connections(component, metrics::Peer::rabbitmq);
+    options.store.open_connections =
+        &service_metrics->open_connections(component, metrics::Peer::postgresql);
 }
 
 std::string format_optional(const std::optional<double>& value) {
@@ -56,35 +87,57 @@ int run_migrate(const ServiceOptions& options, bool dry_run) {
 int run_status(const ServiceOptions& options) {
     store::JobStore store(options.store());
     const auto stats = store.stats();
-    std::cout << "state       jobs\n"
-              << "pending     " << stats.pending << "\n"
-              << "enqueued    " << stats.enqueued << "\n"
-              << "done        " << stats.done << "\n"
-              << "cancelled   " << stats.cancelled << "\n\n"
-              << "oldest pending lag   " << stats.oldest_pending_lag_ms << " ms\n"
-              << "next due             "
-              << (stats.next_due_at ? format_rfc3339_ms(*stats.next_due_at) : "-") << "\n"
-              << "lateness (last hour) p50 " << format_optional(stats.lateness_p50_ms)
-              << " ms, p99 " << format_optional(stats.lateness_p99_ms) << " ms, max "
-              << format_optional(stats.lateness_max_ms) << " ms\n";
+    const auto row = [](std::string_view label, const std::string& value) {
+        char line[128];
+        std::snprintf(line, sizeof line, "%-22s %s\n", std::string(label).c_str(), value.c_str());
+        return std::string(line);
+    };
+    std::cout << row("pending", std::to_string(stats.pending))
+              << row("enqueued", std::to_string(stats.enqueued))
+              << row("done", std::to_string(stats.done))
+              << row("cancelled", std::to_string(stats.cancelled))
+              << row("oldest pending lag", std::to_string(stats.oldest_pending_lag_ms) + " ms")
+              << row("next due", stats.next_due_at ? format_rfc3339_ms(*stats.next_due_at) : "-")
+              << row("lateness, last hour",
+                     "p50 " + format_optional(stats.lateness_p50_ms) + " ms, p99 " +
+                         format_optional(stats.lateness_p99_ms) + " ms, max " +
+                         format_optional(stats.lateness_max_ms) + " ms");
     return 0;
 }
 
 int run_service(const ServiceOptions& options) {
-    std::stop_source stop;
-    auto signal_thread = stop_on_signal(stop);
-
-    const auto loader_options = options.loader();
-    const auto ingest_options = options.ingest();
-    const auto audit_options = options.audit();
+    // Everything that can be wrong in the configuration fails here, before any thread starts.
+    const auto service_metrics = std::make_shared<metrics::ServiceMetrics>();
+    auto loader_options = options.loader();
+    auto ingest_options = options.ingest();
+    auto audit_options = options.audit();
+    attach_metrics(loader_options, metrics::Component::loader, service_metrics);
+    attach_metrics(ingest_options, metrics::Component::ingest, service_metrics);
+    attach_metrics(audit_options, metrics::Component::audit, service_metrics);
     const auto topology = options.topology();
     const auto ladder = delay::DelayLadder::for_horizon(loader_options.horizon);
+    const auto http_address = options.http_address();
+
+    std::stop_source stop;
+    const StopOnSignal stop_on_signal(stop);
     spdlog::info("hourglass {} starting: amqp {}, postgresql {}, prefix {}, schema {}, horizon {} ms, "
-                 "{} delay queues, queue type {}, audit {}",
+                 "{} delay queues, queue type {}, audit {}, http {}",
                  HOURGLASS_VERSION, amqp::mask_url_password(options.amqp_url),
                  store::mask_pg_url(options.pg_url), options.prefix, options.schema,
                  loader_options.horizon.count(), ladder.ttls().size(), options.queue_type,
-                 options.no_audit ? "off" : "on");
+                 options.no_audit ? "off" : "on", http_address ? options.http : "off");
+
+    // Serving /healthz from the start; /readyz says what start-up is still waiting for.
+    std::optional<http::HttpServer> http_server;
+    if (http_address) {
+        http_server.emplace(
+            *http_address,
+            http::Endpoints{
+                [&] { return service_metrics->registry().render_prometheus(); },
+                [&] { return http::readiness_problem(*service_metrics, !options.no_audit); }});
+        spdlog::info("http: /metrics, /healthz and /readyz on {}:{}", http_address->host,
+                     http_server->port());
+    }
 
     // Start-up problems (bad URL, unreachable service, wrong credentials) end the process with
     // one clear line; once running, lost connections are retried with backoff.
@@ -92,6 +145,7 @@ int run_service(const ServiceOptions& options) {
         auto connection = store::connect(options.store());
         const auto report = store::migrate(*connection, options.schema, false);
         for (const auto& name : report.applied) spdlog::info("applied migration {}", name);
+        service_metrics->set_migrations_current(true);
     }
     {
         auto connection_options = options.amqp();
@@ -99,8 +153,10 @@ int run_service(const ServiceOptions& options) {
         amqp::Connection connection(connection_options);
         connection.open_channel(1);
         delay::declare_topology(connection, 1, topology, ladder);
+        service_metrics->set_topology_declared(true);
         spdlog::info("topology declared ({}.in -> {}.out)", options.prefix, options.prefix);
     }
+    const http::StatsRefresher stats_refresher(options.store(), *service_metrics);
 
     loader::Loader loader(loader_options, cron::next_due_after_handover);
     std::jthread loader_thread([&](std::stop_token) { loader.run(stop.get_token()); });
@@ -117,10 +173,6 @@ int run_service(const ServiceOptions& options) {
     ingest_thread.join();
     audit_thread = {};
     loader_thread.join();
-    // The signal thread waits in sigwait; release it if the stop came from elsewhere.
-    if (!stop.stop_requested()) stop.request_stop();
-    pthread_kill(signal_thread.native_handle(), SIGTERM);
-    signal_thread.join();
     spdlog::info("hourglass stopped");
     return 0;
 }

@@ -2,25 +2,51 @@
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
-#include <iostream>
 #include <pqxx/except>
 
 #include "amqp/connection.hpp"
+#include "cli/client.hpp"
 #include "cli/commands.hpp"
+#include "cli/config_file.hpp"
+#include "common/logging.hpp"
 
 using hourglass::cli::ServiceOptions;
 
 namespace {
 
-void add_connection_options(CLI::App& app, ServiceOptions& options) {
-    app.add_option("--amqp-url", options.amqp_url,
-                   "RabbitMQ URL amqp://user:pass@host:port/vhost (amqps:// for TLS)")
+// A command line or config file that cannot be used (sysexits.h EX_USAGE).
+constexpr int kExitUsage = 64;
+
+void add_common_options(CLI::App& command, ServiceOptions& options) {
+    command
+        .add_option("--config", options.config,
+                    "TOML or INI file with settings named like the flags (see README)")
+        ->envname("HOURGLASS_CONFIG");
+    command.add_option("--log-level", options.log_level, "Lowest level logged")
+        ->envname("HOURGLASS_LOG_LEVEL")
+        ->check(CLI::IsMember(hourglass::logging::level_names()));
+    command
+        .add_option("--log-format", options.log_format,
+                    "text, or json for one JSON object per line")
+        ->envname("HOURGLASS_LOG_FORMAT")
+        ->check(CLI::IsMember({"text", "json"}));
+}
+
+void add_amqp_options(CLI::App& command, ServiceOptions& options) {
+    command
+        .add_option("--amqp-url", options.amqp_url,
+                    "RabbitMQ URL amqp://user:pass@host:port/vhost (amqps:// for TLS)")
         ->envname("HOURGLASS_AMQP_URL");
-    app.add_option("--amqp-ca-cert", options.amqp_ca_cert, "CA bundle for amqps://")
+    command.add_option("--amqp-ca-cert", options.amqp_ca_cert, "CA bundle for amqps://")
         ->envname("HOURGLASS_AMQP_CA_CERT");
-    app.add_option("--pg-url", options.pg_url, "PostgreSQL URI or conninfo")
+    command.add_option("--prefix", options.prefix, "Name prefix of exchanges and queues")
+        ->envname("HOURGLASS_PREFIX");
+}
+
+void add_pg_options(CLI::App& command, ServiceOptions& options) {
+    command.add_option("--pg-url", options.pg_url, "PostgreSQL URI or conninfo")
         ->envname("HOURGLASS_PG_URL");
-    app.add_option("--schema", options.schema, "PostgreSQL schema")
+    command.add_option("--schema", options.schema, "PostgreSQL schema")
         ->envname("HOURGLASS_SCHEMA")
         ->check([](const std::string& name) {
             const bool ok = !name.empty() && name.size() <= 63 &&
@@ -29,8 +55,68 @@ void add_connection_options(CLI::App& app, ServiceOptions& options) {
                             !std::isdigit(static_cast<unsigned char>(name[0]));
             return ok ? std::string{} : "schema must be a lower-case SQL identifier";
         });
-    app.add_option("--log-level", options.log_level, "trace, debug, info, warn, error")
-        ->envname("HOURGLASS_LOG_LEVEL");
+}
+
+void add_service_options(CLI::App& run, ServiceOptions& options) {
+    run.add_option("--horizon", options.horizon,
+                   "How far ahead jobs are handed to the delay queues (e.g. 60s)")
+        ->envname("HOURGLASS_HORIZON");
+    run.add_option("--lease", options.lease,
+                   "How long a claim lasts before another instance may take it over")
+        ->envname("HOURGLASS_LEASE");
+    run.add_option("--max-delay", options.max_delay, "Longest accepted delay (e.g. 3650d)")
+        ->envname("HOURGLASS_MAX_DELAY");
+    run.add_option("--max-body", options.max_body, "Largest accepted body in bytes")
+        ->envname("HOURGLASS_MAX_BODY");
+    run.add_option("--queue-type", options.queue_type, "classic or quorum")
+        ->envname("HOURGLASS_QUEUE_TYPE")
+        ->check(CLI::IsMember({"classic", "quorum"}));
+    run.add_flag("--no-audit", options.no_audit,
+                 "Do not observe releases (jobs then end in state enqueued)")
+        ->envname("HOURGLASS_NO_AUDIT");
+    run.add_option("--http", options.http,
+                   "host:port for /metrics, /healthz and /readyz; \"\" or off: none")
+        ->envname("HOURGLASS_HTTP")
+        ->check([](const std::string& text) {
+            if (text.empty() || text == "off") return std::string{};
+            try {
+                hourglass::http::parse_listen_address(text);
+                return std::string{};
+            } catch (const std::invalid_argument& error) {
+                return std::string(error.what());
+            }
+        });
+}
+
+void add_schedule_options(CLI::App& schedule, hourglass::cli::ScheduleRequest& request) {
+    schedule.add_option("--key", request.routing_key, "Routing key the job is released with")
+        ->required();
+    auto* when = schedule.add_option_group("when", "When the job is due");
+    when->add_option("--at", request.at, "Due time: RFC 3339 (2026-11-22T09:30:00Z) or epoch ms");
+    when->add_option("--delay", request.delay, "Due in MS milliseconds (or 5s, 2m, 1h, 1d)");
+    auto* cron = when->add_option("--cron", request.cron, "Recurring: cron expression");
+    when->require_option(1);
+    schedule.add_option("--tz", request.zone, "Time zone of --cron (default UTC)")->needs(cron);
+    schedule.add_option("--until", request.until, "No run of --cron after this RFC 3339 time")
+        ->needs(cron);
+    schedule.add_option("--limit", request.limit, "At most this many runs of --cron")->needs(cron);
+    schedule.add_option("--id", request.id, "Job id (message_id); default: hourglass makes one");
+    auto* body = schedule.add_option("--body", request.body, "Message body");
+    schedule.add_option("--body-file", request.body_file, "Read the body from this file")
+        ->excludes(body)
+        ->check(CLI::ExistingFile);
+    schedule.add_option("--header", request.headers, "A header name=value (repeatable)");
+    schedule.add_option("--content-type", request.content_type, "content_type property");
+    schedule.add_flag("--replace", request.replace,
+                      "Replace a pending job with this id, or re-arm a done or cancelled one");
+}
+
+// Fills options from the config file (flag > environment > file > default), then sets up logs.
+void apply_configuration(const CLI::App& app, CLI::App& command, ServiceOptions& options) {
+    if (!options.config.empty()) hourglass::cli::apply_config_file(app, command, options.config);
+    hourglass::logging::configure({options.log_level,
+                                   hourglass::logging::parse_format(options.log_format),
+                                   options.secrets()});
 }
 
 }  // namespace
@@ -38,53 +124,102 @@ void add_connection_options(CLI::App& app, ServiceOptions& options) {
 int main(int argc, char** argv) {
     CLI::App app{"hourglass: a durable job scheduler for RabbitMQ"};
     app.require_subcommand(1);
-    ServiceOptions options;
+    app.footer(
+        "Settings: every flag is also an environment variable and a config file key (README.md).\n"
+        "Run `hourglass COMMAND --help` for the flags of one command.");
 
-    auto* run = app.add_subcommand("run", "Run the service (ingest, loader, audit)");
-    add_connection_options(*run, options);
-    run->add_option("--prefix", options.prefix, "Name prefix of exchanges and queues")
-        ->envname("HOURGLASS_PREFIX");
-    run->add_option("--horizon", options.horizon,
-                    "How far ahead jobs are handed to the delay queues (e.g. 60s)")
-        ->envname("HOURGLASS_HORIZON");
-    run->add_option("--lease", options.lease,
-                    "How long a claim lasts before another instance may take it over")
-        ->envname("HOURGLASS_LEASE");
-    run->add_option("--max-delay", options.max_delay, "Longest accepted delay (e.g. 3650d)")
-        ->envname("HOURGLASS_MAX_DELAY");
-    run->add_option("--max-body", options.max_body, "Largest accepted body in bytes")
-        ->envname("HOURGLASS_MAX_BODY");
-    run->add_option("--queue-type", options.queue_type, "classic or quorum")
-        ->envname("HOURGLASS_QUEUE_TYPE")
-        ->check(CLI::IsMember({"classic", "quorum"}));
-    run->add_flag("--no-audit", options.no_audit,
-                  "Do not observe releases (jobs then end in state enqueued)")
-        ->envname("HOURGLASS_NO_AUDIT");
+    // One options struct per command: CLI11 reads environment variables for every command, so
+    // shared variables would let an unused command's environment overwrite the used one's flags.
+    ServiceOptions run_options, migrate_options, status_options, schedule_options, cancel_options;
+
+    auto* run = app.add_subcommand("run", "Run the service (ingest, loader, audit, HTTP)");
+    add_common_options(*run, run_options);
+    add_amqp_options(*run, run_options);
+    add_pg_options(*run, run_options);
+    add_service_options(*run, run_options);
 
     bool dry_run = false;
     auto* migrate = app.add_subcommand("migrate", "Apply database migrations");
-    add_connection_options(*migrate, options);
+    add_common_options(*migrate, migrate_options);
+    add_pg_options(*migrate, migrate_options);
     migrate->add_flag("--dry-run", dry_run, "List pending migrations without applying them");
 
     auto* status = app.add_subcommand("status", "Show job counts, lag and lateness");
-    add_connection_options(*status, options);
+    add_common_options(*status, status_options);
+    add_pg_options(*status, status_options);
 
-    CLI11_PARSE(app, argc, argv);
-    spdlog::set_level(spdlog::level::from_str(options.log_level));
+    const auto client_footer =
+        "Prints the receipt JSON. Exit code: 0 scheduled, replaced, duplicate or cancelled;\n"
+        "3 rejected; 4 not_found or too_late; 5 no receipt in time; 2 cannot connect;\n"
+        "64 bad arguments; 1 any other error.";
+    std::string timeout = "10s";
+    hourglass::cli::ScheduleRequest request;
+    auto* schedule = app.add_subcommand("schedule", "Publish a job and wait for its receipt");
+    add_common_options(*schedule, schedule_options);
+    add_amqp_options(*schedule, schedule_options);
+    add_schedule_options(*schedule, request);
+    schedule->add_option("--timeout", timeout, "How long to wait for the receipt")
+        ->capture_default_str();
+    schedule->footer(client_footer);
 
+    std::string cancel_id;
+    auto* cancel = app.add_subcommand("cancel", "Cancel a job and wait for the receipt");
+    add_common_options(*cancel, cancel_options);
+    add_amqp_options(*cancel, cancel_options);
+    cancel->add_option("id", cancel_id, "Job id")->required();
+    cancel->add_option("--timeout", timeout, "How long to wait for the receipt")
+        ->capture_default_str();
+    cancel->footer(client_footer);
+
+    const std::pair<CLI::App*, ServiceOptions*> commands[] = {{run, &run_options},
+                                                              {migrate, &migrate_options},
+                                                              {status, &status_options},
+                                                              {schedule, &schedule_options},
+                                                              {cancel, &cancel_options}};
+    CLI::App* command = nullptr;
+    ServiceOptions* options = nullptr;
     try {
-        if (run->parsed()) return hourglass::cli::run_service(options);
-        if (migrate->parsed()) return hourglass::cli::run_migrate(options, dry_run);
-        if (status->parsed()) return hourglass::cli::run_status(options);
-    } catch (const pqxx::broken_connection& error) {
-        std::cerr << "hourglass: cannot connect to PostgreSQL: " << error.what() << "\n";
-        return 2;
-    } catch (const hourglass::amqp::Error& error) {
-        std::cerr << "hourglass: RabbitMQ: " << error.what() << "\n";
-        return 2;
+        app.parse(argc, argv);
+        for (const auto& [candidate, candidate_options] : commands) {
+            if (candidate->parsed())
+                std::tie(command, options) = std::pair{candidate, candidate_options};
+        }
+        apply_configuration(app, *command, *options);
+    } catch (const CLI::ParseError& error) {
+        const int code = app.exit(error);
+        return code == 0 ? 0 : kExitUsage;
     } catch (const std::exception& error) {
-        std::cerr << "hourglass: " << error.what() << "\n";
-        return 1;
+        hourglass::logging::report_fatal(error.what());
+        return kExitUsage;
     }
-    return 0;
+
+    using hourglass::cli::ExitCode;
+    try {
+        if (command == run) return hourglass::cli::run_service(*options);
+        if (command == migrate) return hourglass::cli::run_migrate(*options, dry_run);
+        if (command == status) return hourglass::cli::run_status(*options);
+        const auto names = hourglass::delay::TopologyNames(options->prefix);
+        const auto wait = hourglass::cli::parse_duration(timeout);
+        if (command == schedule) {
+            return hourglass::cli::send_command(
+                options->amqp(), hourglass::cli::schedule_command(request, names), wait);
+        }
+        return hourglass::cli::send_command(options->amqp(),
+                                            hourglass::cli::cancel_command(cancel_id, names), wait);
+    } catch (const pqxx::broken_connection& error) {
+        hourglass::logging::report_fatal(std::string("cannot connect to PostgreSQL: ") +
+                                         error.what());
+        return ExitCode::kExitUnreachable;
+    } catch (const pqxx::undefined_table& error) {
+        hourglass::logging::report_fatal(
+            "PostgreSQL: schema " + options->schema +
+            " has no hourglass tables (run hourglass migrate): " + error.what());
+        return ExitCode::kExitFailed;
+    } catch (const hourglass::amqp::ConnectionError& error) {
+        hourglass::logging::report_fatal(error.what());
+        return ExitCode::kExitUnreachable;
+    } catch (const std::exception& error) {
+        hourglass::logging::report_fatal(error.what());
+        return ExitCode::kExitFailed;
+    }
 }

@@ -1,5 +1,6 @@
 #include "cli/options.hpp"
 
+#include "common/mask.hpp"
 #include "cron/recurrence.hpp"
 
 #include <charconv>
@@ -71,6 +72,17 @@ loader::LoaderOptions ServiceOptions::loader() const {
     options.owner = std::string(host) + ":" + std::to_string(getpid()) + ":" +
                     generate_uuid().substr(0, 8);
     return options;
+}
+
+std::optional<http::ListenAddress> ServiceOptions::http_address() const {
+    if (http.empty() || http == "off") return std::nullopt;
+    return http::parse_listen_address(http);
+}
+
+std::vector<std::string> ServiceOptions::secrets() const {
+    auto secrets = secrets_in(amqp_url);
+    for (auto& secret : secrets_in(pg_url)) secrets.push_back(std::move(secret));
+    return secrets;
 }
 
 audit::AuditOptions ServiceOptions::audit() const {

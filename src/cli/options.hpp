@@ -1,5 +1,6 @@
-// Configuration of every command, built in one place from flags and environment variables
-// (flag > environment > default). Names are documented in README.md ("Settings").
+// Configuration of every command, built in one place from flags, environment variables and the
+// optional config file (flag > environment > file > default). Names are documented in
+// README.md ("Settings").
 #pragma once
 
 #include <string>
@@ -7,6 +8,7 @@
 #include "audit/audit_consumer.hpp"
 #include "delay/topology.hpp"
 #include "hourglass/command.hpp"
+#include "http/http_server.hpp"
 #include "ingest/ingest.hpp"
 #include "loader/loader.hpp"
 
@@ -25,6 +27,9 @@ struct ServiceOptions {
     std::size_t max_body = 1024 * 1024;
     bool no_audit = false;
     std::string log_level = "info";
+    std::string log_format = "text";
+    std::string http = "127.0.0.1:9464";  // "" or "off": no HTTP endpoint
+    std::string config;                   // config file, applied by main
 
     ingest::IngestOptions ingest() const;
     loader::LoaderOptions loader() const;
@@ -32,6 +37,10 @@ struct ServiceOptions {
     amqp::ConnectionOptions amqp() const;
     store::StoreOptions store() const;
     delay::TopologyOptions topology() const;
+    // Where to serve /metrics, /healthz and /readyz; nothing when turned off.
+    std::optional<http::ListenAddress> http_address() const;
+    // The passwords in the connection strings, kept out of every log line.
+    std::vector<std::string> secrets() const;
 };
 
 // "250ms", "60s", "5m", "2h", "7d", or a plain number of milliseconds. Throws

@@ -18,6 +18,7 @@ void run_with_reconnect(const std::string& component, std::stop_token stop,
                         const std::function<void()>& body, Backoff backoff) {
     auto delay = backoff.initial;
     int failures = 0;
+    std::string last_error;  // a failure repeating while the peer stays down is logged once
     while (!stop.stop_requested()) {
         const auto started = std::chrono::steady_clock::now();
         try {
@@ -29,9 +30,13 @@ void run_with_reconnect(const std::string& component, std::stop_token stop,
             if (std::chrono::steady_clock::now() - started > std::chrono::seconds{30}) {
                 delay = backoff.initial;
                 failures = 1;
+                last_error.clear();
             }
-            spdlog::warn("{}: {} (retry {} in {} ms)", component, error.what(), failures,
-                         delay.count());
+            const auto level =
+                error.what() == last_error ? spdlog::level::debug : spdlog::level::warn;
+            spdlog::log(level, "{}: {} (retry {} in {} ms)", component, error.what(), failures,
+                        delay.count());
+            last_error = error.what();
         }
         if (!sleep_unless_stopped(stop, delay)) return;
         delay = std::min(delay * 2, backoff.max);

@@ -87,6 +87,7 @@ private:
     }
 
     void process_batch() {
+        options_.metrics->count_received(batch_.size());
         std::vector<Command> commands;
         commands.reserve(batch_.size());
         for (const auto& received : batch_) {
@@ -131,6 +132,7 @@ private:
             }
         }
         connection_.ack(kConsumeChannel, batch_.back().delivery.delivery_tag, /*multiple=*/true);
+        options_.metrics->count_outcomes(outcomes);
         spdlog::debug("ingest: committed {} commands ({} rejected)", commands.size(), rejected);
         batch_.assign(std::make_move_iterator(arrived_meanwhile.begin()),
                       std::make_move_iterator(arrived_meanwhile.end()));

@@ -11,6 +11,7 @@
 #include "amqp/connection.hpp"
 #include "delay/topology.hpp"
 #include "hourglass/command.hpp"
+#include "hourglass/metrics.hpp"
 #include "store/job_store.hpp"
 
 namespace hourglass::ingest {
@@ -26,6 +27,7 @@ struct IngestOptions {
     // (batches then grow by themselves under load, while the previous commit runs).
     Milliseconds batch_wait{0};
     Milliseconds horizon{60000};
+    std::shared_ptr<metrics::ServiceMetrics> metrics = std::make_shared<metrics::ServiceMetrics>();
 };
 
 // Called after a commit when an accepted job is due within the horizon.

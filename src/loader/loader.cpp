@@ -90,6 +90,7 @@ void Loader::claim_loop(std::stop_token stop) {
                 throw;
             }
             handed_over_total_ += handed_over.size();
+            options_.metrics->count_runs_enqueued(handed_over.size());
             if (!handed_over.empty()) spdlog::debug("loader: {} runs handed over", handed_over.size());
 
             if (stop.stop_requested()) {
@@ -217,6 +218,7 @@ void Loader::publish_session(std::stop_token stop) {
 
     try {
         while (true) {
+            options_.metrics->set_unconfirmed_publishes(in_flight.size());
             std::vector<Scheduled> due_now;
             TimePoint next_publish = now_ms() + kIdleWait;
             {
@@ -265,6 +267,7 @@ void Loader::publish_session(std::stop_token stop) {
         }
     } catch (...) {
         requeue(in_flight.begin(), in_flight.end());
+        options_.metrics->set_unconfirmed_publishes(0);
         throw;
     }
     if (!in_flight.empty()) {

@@ -23,6 +23,7 @@
 #include "amqp/connection.hpp"
 #include "delay/topology.hpp"
 #include "hourglass/job.hpp"
+#include "hourglass/metrics.hpp"
 #include "store/job_store.hpp"
 
 namespace hourglass::loader {
@@ -39,6 +40,7 @@ struct LoaderOptions {
     std::size_t max_in_memory_runs = 50000;     // claimed runs waiting for their publish time
     std::size_t max_in_memory_bytes = 64u << 20;
     std::string owner;  // lease owner id, unique per process
+    std::shared_ptr<metrics::ServiceMetrics> metrics = std::make_shared<metrics::ServiceMetrics>();
 };
 
 // Computes what a confirmed run leaves behind (next run of a recurring job); set by cron.

@@ -110,7 +110,7 @@ void prepare_statements(pqxx::connection& c) {
               "state = CASE WHEN j.state = 'enqueued' AND j.runs <= x.run THEN 'done' "
               "             ELSE j.state END, updated_at = now() "
               "FROM jsonb_to_recordset($1::jsonb) AS x(id text, run integer, due_ms bigint, "
-              "released_us bigint) WHERE j.id = x.id");
+              "released_us bigint) WHERE j.id = x.id RETURNING j.lateness_ms");
     c.prepare("stats",
               "SELECT pending, enqueued, done, cancelled, oldest_pending_lag_ms, "
               "floor(extract(epoch FROM next_due_at) * 1000)::bigint, lateness_p50_ms, "
@@ -203,7 +203,8 @@ std::unique_ptr<pqxx::connection> connect(const StoreOptions& options) {
     return connection;
 }
 
-JobStore::JobStore(const StoreOptions& options) : connection_(connect(options)) {
+JobStore::JobStore(const StoreOptions& options)
+    : connection_(connect(options)), counted_open_(options.open_connections) {
     prepare_statements(*connection_);
 }
 
@@ -299,8 +300,8 @@ void JobStore::release_claims(const std::string& owner, const std::vector<std::s
     tx.commit();
 }
 
-void JobStore::record_releases(const std::vector<ObservedRelease>& releases) {
-    if (releases.empty()) return;
+std::vector<double> JobStore::record_releases(const std::vector<ObservedRelease>& releases) {
+    if (releases.empty()) return {};
     json rows = json::array();
     for (const auto& release : releases) {
         rows.push_back({{"id", release.id},
@@ -309,8 +310,15 @@ void JobStore::record_releases(const std::vector<ObservedRelease>& releases) {
                         {"released_us", release.released_at.time_since_epoch().count()}});
     }
     pqxx::work tx(*connection_);
-    tx.exec_prepared("record_releases", rows.dump(-1, ' ', false, json::error_handler_t::replace));
+    const auto recorded = tx.exec_prepared(
+        "record_releases", rows.dump(-1, ' ', false, json::error_handler_t::replace));
     tx.commit();
+    std::vector<double> lateness_ms;
+    lateness_ms.reserve(recorded.size());
+    for (const auto& row : recorded) {
+        if (!row[0].is_null()) lateness_ms.push_back(row[0].as<double>());
+    }
+    return lateness_ms;
 }
 
 Stats JobStore::stats() {

@@ -13,6 +13,7 @@
 
 #include "hourglass/command.hpp"
 #include "hourglass/job.hpp"
+#include "hourglass/metrics.hpp"
 
 #include <pqxx/connection>
 
@@ -21,6 +22,8 @@ namespace hourglass::store {
 struct StoreOptions {
     std::string pg_url;
     std::string schema = "hourglass";
+    // Counts a JobStore's connection while it is open (hourglass_connected, /readyz); may be null.
+    metrics::Gauge* open_connections = nullptr;
 };
 
 class JobStore {
@@ -44,8 +47,9 @@ public:
     void record_handed_over(const std::string& owner, const std::vector<HandedOverRun>& runs);
     // Gives back claimed runs that were not published (shutdown), so others take them at once.
     void release_claims(const std::string& owner, const std::vector<std::string>& ids);
-    // Records releases seen by the audit consumer.
-    void record_releases(const std::vector<ObservedRelease>& releases);
+    // Records releases seen by the audit consumer; returns the lateness_ms of each release
+    // recorded (releases of unknown jobs are skipped).
+    std::vector<double> record_releases(const std::vector<ObservedRelease>& releases);
 
     Stats stats();
     // Earliest due time of claimable pending jobs, to sleep until it enters the horizon.
@@ -55,6 +59,7 @@ public:
 
 private:
     std::unique_ptr<pqxx::connection> connection_;
+    metrics::ScopedGaugeIncrement counted_open_;
 };
 
 // Connects, sets search_path to the schema; throws pqxx::broken_connection when unreachable.

@@ -1,10 +1,16 @@
 #include "integration/harness.hpp"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <httplib.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <deque>
 #include <fstream>
@@ -20,8 +26,9 @@ std::string env_or_skip(const char* name) {
     return value ? value : "";
 }
 
-HourglassProcess::HourglassProcess(std::vector<std::string> arguments, std::string log_path)
-    : log_path_(std::move(log_path)) {
+HourglassProcess::HourglassProcess(std::vector<std::string> arguments, std::string log_path,
+                                   int http_port)
+    : log_path_(std::move(log_path)), http_port_(http_port) {
     pid_ = fork();
     if (pid_ < 0) throw std::runtime_error("fork failed");
     if (pid_ == 0) {
@@ -97,6 +104,83 @@ std::string HourglassProcess::log_tail(std::size_t lines) const {
     return out;
 }
 
+int free_local_port() {
+    const int socket_fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (socket_fd < 0) throw std::runtime_error("socket failed");
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    address.sin_port = 0;
+    socklen_t length = sizeof address;
+    if (bind(socket_fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
+        getsockname(socket_fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+        close(socket_fd);
+        throw std::runtime_error("cannot find a free port");
+    }
+    close(socket_fd);
+    return ntohs(address.sin_port);
+}
+
+HttpAnswer http_get(int port, const std::string& path) {
+    httplib::Client client("127.0.0.1", port);
+    client.set_connection_timeout(std::chrono::seconds{2});
+    client.set_read_timeout(std::chrono::seconds{5});
+    const auto response = client.Get(path.c_str());
+    if (!response) return {};
+    return {response->status, response->body, response->get_header_value("Content-Type")};
+}
+
+CliResult run_cli(const std::vector<std::string>& arguments, std::chrono::milliseconds timeout) {
+    static int invocation = 0;
+    const auto base = "/tmp/hourglass-cli-" + std::to_string(getpid()) + "-" +
+                      std::to_string(++invocation);
+    const auto out_path = base + ".out";
+    const auto err_path = base + ".err";
+    // Everything the child needs is prepared before fork: the test process has threads, so the
+    // child may only make async-signal-safe calls.
+    std::vector<std::string> copy = arguments;
+    std::string binary = HOURGLASS_BINARY;
+    std::vector<char*> argv = {binary.data()};
+    for (auto& argument : copy) argv.push_back(argument.data());
+    argv.push_back(nullptr);
+    const int out_fd = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    const int err_fd = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    const pid_t pid = fork();
+    if (pid < 0) throw std::runtime_error("fork failed");
+    if (pid == 0) {
+        dup2(out_fd, STDOUT_FILENO);
+        dup2(err_fd, STDERR_FILENO);
+        execv(binary.c_str(), argv.data());
+        _exit(127);
+    }
+    close(out_fd);
+    close(err_fd);
+    CliResult result;
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    int status = 0;
+    while (true) {
+        if (waitpid(pid, &status, WNOHANG) == pid) {
+            result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+            break;
+        }
+        if (std::chrono::steady_clock::now() > deadline) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            break;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds{10});
+    }
+    const auto slurp = [](const std::string& path) {
+        std::ifstream in(path, std::ios::binary);
+        std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        std::remove(path.c_str());
+        return text;
+    };
+    result.out = slurp(out_path);
+    result.err = slurp(err_path);
+    return result;
+}
+
 void HourglassTest::SetUp() {
     amqp_url_ = env_or_skip("HOURGLASS_AMQP_URL");
     pg_url_ = env_or_skip("HOURGLASS_PG_URL");
@@ -133,9 +217,15 @@ HourglassProcess& HourglassTest::start_hourglass(std::vector<std::string> extra)
     std::vector<std::string> arguments = {"run",      "--amqp-url", amqp_url_, "--pg-url",
                                           pg_url_,    "--prefix",   prefix_,   "--schema",
                                           schema_,    "--log-level", "debug"};
+    // Every process gets its own HTTP port: the default one would be shared by all of them.
+    int http_port = 0;
+    if (std::find(extra.begin(), extra.end(), "--http") == extra.end()) {
+        http_port = free_local_port();
+        arguments.insert(arguments.end(), {"--http", "127.0.0.1:" + std::to_string(http_port)});
+    }
     arguments.insert(arguments.end(), extra.begin(), extra.end());
     const auto log = "/tmp/hourglass-" + prefix_ + "-" + std::to_string(processes_.size()) + ".log";
-    processes_.push_back(std::make_unique<HourglassProcess>(arguments, log));
+    processes_.push_back(std::make_unique<HourglassProcess>(arguments, log, http_port));
     auto& process = *processes_.back();
     wait_until_ready(process);
     return process;

@@ -26,7 +26,8 @@ std::string env_or_skip(const char* name);
 // A running `hourglass run`; stopped with SIGTERM (or killed) by the test.
 class HourglassProcess {
 public:
-    HourglassProcess(std::vector<std::string> arguments, std::string log_path);
+    // `http_port`: the port it was given with --http, for http_get (0: none).
+    HourglassProcess(std::vector<std::string> arguments, std::string log_path, int http_port = 0);
     ~HourglassProcess();
     HourglassProcess(const HourglassProcess&) = delete;
     HourglassProcess& operator=(const HourglassProcess&) = delete;
@@ -40,11 +41,34 @@ public:
     std::size_t resident_bytes() const;
     const std::string& log_path() const { return log_path_; }
     std::string log_tail(std::size_t lines = 40) const;
+    int http_port() const { return http_port_; }
 
 private:
     pid_t pid_ = -1;
     std::string log_path_;
+    int http_port_ = 0;
 };
+
+// A TCP port on 127.0.0.1 that was free a moment ago (the OS picked it).
+int free_local_port();
+
+// GET http://127.0.0.1:<port><path>; status 0 when nothing answered.
+struct HttpAnswer {
+    int status = 0;
+    std::string body;
+    std::string content_type;
+};
+HttpAnswer http_get(int port, const std::string& path);
+
+// Runs the hourglass binary with `arguments` to completion (killed after `timeout`, exit code
+// -1), in the test's environment, capturing stdout and stderr.
+struct CliResult {
+    int exit_code = -1;
+    std::string out;
+    std::string err;
+};
+CliResult run_cli(const std::vector<std::string>& arguments,
+                  std::chrono::milliseconds timeout = std::chrono::seconds{30});
 
 // Per-test setup: names, a database connection, and hourglass processes.
 class HourglassTest : public ::testing::Test {
@@ -52,7 +76,8 @@ protected:
     void SetUp() override;
     void TearDown() override;
 
-    // Starts `hourglass run` with this test's prefix and schema plus `extra` flags.
+    // Starts `hourglass run` with this test's prefix and schema, HTTP on a free port (unless
+    // `extra` has --http), plus `extra` flags.
     HourglassProcess& start_hourglass(std::vector<std::string> extra = {});
     // Waits until the process logged that it runs.
     void wait_until_ready(HourglassProcess& process);

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "amqp/connection.hpp"
+#include "common/mask.hpp"
 #include "store/job_store.hpp"
 
 namespace hourglass {
@@ -110,6 +111,63 @@ TEST(MaskPgUrl, escaped_quote_inside_a_quoted_password_is_still_hidden) {
 
 TEST(MaskPgUrl, unencoded_slash_in_the_uri_password_is_still_hidden) {
     EXPECT_THAT(store::mask_pg_url("postgresql://u:pa/ss@db/x"), Not(HasSubstr("pa/ss")));
+}
+
+}  // namespace
+}  // namespace hourglass
+
+namespace hourglass {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::Not;
+using ::testing::UnorderedElementsAre;
+
+// --- mistyped URLs, which libraries quote back in their errors --------------------------------
+
+TEST(MaskSecrets, a_scheme_with_one_slash_still_hides_the_password) {
+    EXPECT_EQ(mask_secrets("postgresql:/hourglass:secret@db:5432/hg"),
+              "postgresql:/hourglass:***@db:5432/hg");
+}
+
+TEST(MaskSecrets, a_url_without_scheme_separator_still_hides_the_password) {
+    EXPECT_EQ(mask_secrets("amqp//user:secret@host"), "amqp//user:***@host");
+    EXPECT_EQ(mask_secrets("user:secret@host:5672"), "user:***@host:5672");
+}
+
+// --- the passwords themselves -----------------------------------------------------------------
+
+TEST(SecretsIn, uri_password_as_written_and_percent_decoded) {
+    EXPECT_THAT(secrets_in("amqp://u:p%40ss@host/"), UnorderedElementsAre("p%40ss", "p@ss"));
+    EXPECT_THAT(secrets_in("postgresql://u:plain@db/x"), ElementsAre("plain"));
+}
+
+TEST(SecretsIn, conninfo_password_quoted_and_unquoted) {
+    EXPECT_THAT(secrets_in("host=db password='a \\' b' user=u"),
+                UnorderedElementsAre("'a \\' b'", "a ' b"));
+    EXPECT_THAT(secrets_in("postgresql://db/x?password=q%20r&sslmode=require"),
+                UnorderedElementsAre("q%20r", "q r"));
+}
+
+TEST(SecretsIn, nothing_without_a_password) {
+    EXPECT_TRUE(secrets_in("amqp://host:5672/%2f").empty());
+    EXPECT_TRUE(secrets_in("host=db user=u").empty());
+    EXPECT_TRUE(secrets_in("amqp://:@host/").empty());
+}
+
+TEST(HideSecrets, every_occurrence_is_replaced_longest_first) {
+    EXPECT_EQ(hide_secrets("token abc and abcdef and abc", {"abc", "abcdef"}),
+              "token *** and *** and ***");
+    EXPECT_EQ(hide_secrets("nothing here", {}), "nothing here");
+    EXPECT_EQ(hide_secrets("a**b", {"*"}), "a******b") << "a secret inside the mask terminates";
+}
+
+TEST(HideSecrets, a_percent_encoding_error_quoting_the_password_is_hidden) {
+    // libpq: invalid percent-encoded token: "sec%zzret"
+    const auto secrets = secrets_in("postgresql://u:sec%zzret@db/x");
+    EXPECT_THAT(hide_secrets("invalid percent-encoded token: \"sec%zzret\"", secrets),
+                Not(HasSubstr("sec")));
 }
 
 }  // namespace

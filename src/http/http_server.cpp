@@ -1,0 +1,83 @@
+#include "http/http_server.hpp"
+
+#include <httplib.h>
+
+#include <charconv>
+#include <stdexcept>
+
+#include "hourglass/metrics.hpp"
+
+namespace hourglass::http {
+
+ListenAddress parse_listen_address(std::string_view text) {
+    const auto invalid = [&] {
+        return std::invalid_argument("'" + std::string(text) +
+                                     "' is not host:port (e.g. 127.0.0.1:9464 or [::1]:9464)");
+    };
+    const auto colon = text.rfind(':');
+    if (colon == std::string_view::npos || colon == 0) throw invalid();
+    auto host = text.substr(0, colon);
+    if (host.front() == '[') {
+        if (host.size() < 3 || host.back() != ']') throw invalid();
+        host = host.substr(1, host.size() - 2);
+    } else if (host.find(':') != std::string_view::npos) {
+        throw invalid();  // an IPv6 address needs brackets
+    }
+    const auto port_text = text.substr(colon + 1);
+    int port = -1;
+    const auto [end, error] =
+        std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+    if (error != std::errc{} || end != port_text.data() + port_text.size() || port < 0 ||
+        port > 65535) {
+        throw invalid();
+    }
+    return {std::string(host), port};
+}
+
+HttpServer::HttpServer(const ListenAddress& address, Endpoints endpoints)
+    : server_(std::make_unique<httplib::Server>()) {
+    // A scrape or a probe is tiny; two workers are plenty and keep the footprint small.
+    server_->new_task_queue = [] { return new httplib::ThreadPool(2); };
+    // httplib's default sets SO_REUSEPORT, which lets a second process bind the same port and
+    // silently take half the scrapes. SO_REUSEADDR alone still allows a quick restart.
+    server_->set_socket_options([](socket_t socket) {
+        const int yes = 1;
+        setsockopt(socket, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    });
+    server_->Get("/metrics", [metrics = endpoints.metrics](const httplib::Request&,
+                                                           httplib::Response& response) {
+        response.set_content(metrics(), std::string(metrics::kPrometheusContentType).c_str());
+    });
+    server_->Get("/healthz", [](const httplib::Request&, httplib::Response& response) {
+        response.set_content("ok\n", "text/plain; charset=utf-8");
+    });
+    server_->Get("/readyz", [readiness_problem = endpoints.readiness_problem](
+                                const httplib::Request&, httplib::Response& response) {
+        if (const auto problem = readiness_problem()) {
+            response.status = 503;
+            response.set_content(*problem + "\n", "text/plain; charset=utf-8");
+        } else {
+            response.set_content("ready\n", "text/plain; charset=utf-8");
+        }
+    });
+
+    port_ = address.port == 0
+                ? server_->bind_to_any_port(address.host)
+                : (server_->bind_to_port(address.host, address.port) ? address.port : -1);
+    if (port_ <= 0) {
+        throw std::runtime_error("cannot listen for HTTP on " + address.host + ":" +
+                                 std::to_string(address.port) +
+                                 " (address in use or not local? --http \"\" turns HTTP off)");
+    }
+    thread_ = std::thread([this] { server_->listen_after_bind(); });
+    // stop() only ends a server that is already running: wait for it, so that destroying this
+    // object right away cannot leave the thread listening forever.
+    while (!server_->is_running()) std::this_thread::sleep_for(std::chrono::milliseconds{1});
+}
+
+HttpServer::~HttpServer() {
+    server_->stop();
+    if (thread_.joinable()) thread_.join();
+}
+
+}  // namespace hourglass::http

@@ -1,0 +1,39 @@
+#include "http/stats_refresher.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <memory>
+
+#include "common/retry.hpp"
+#include "store/migrations.hpp"
+
+namespace hourglass::http {
+
+StatsRefresher::StatsRefresher(store::StoreOptions store, metrics::ServiceMetrics& metrics,
+                               Milliseconds interval)
+    : store_options_(std::move(store)), metrics_(metrics), interval_(interval) {
+    store_options_.open_connections = nullptr;  // not a pipeline component: not in /readyz
+    thread_ = std::jthread([this](std::stop_token stop) { refresh_until_stopped(stop); });
+}
+
+StatsRefresher::~StatsRefresher() = default;  // the jthread asks the loop to stop and joins it
+
+void StatsRefresher::refresh_until_stopped(std::stop_token stop) {
+    std::unique_ptr<store::JobStore> store;
+    do {
+        try {
+            if (!store) store = std::make_unique<store::JobStore>(store_options_);
+            const auto stats = store->stats();
+            metrics_.set_job_counts(stats.pending, stats.enqueued, stats.done, stats.cancelled);
+            metrics_.set_oldest_pending_lag_ms(stats.oldest_pending_lag_ms);
+            metrics_.set_migrations_current(
+                store::migrations_current(store->connection(), store_options_.schema));
+        } catch (const std::exception& error) {
+            // The components log lost connections; this only says why the gauges are stale.
+            spdlog::debug("metrics: cannot read the stats view: {}", error.what());
+            store.reset();
+        }
+    } while (sleep_unless_stopped(stop, interval_));
+}
+
+}  // namespace hourglass::http

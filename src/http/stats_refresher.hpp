@@ -1,0 +1,32 @@
+// Keeps the metrics that come from PostgreSQL fresh (jobs per state, the oldest pending job's
+// lag, whether the migrations are current): a thread with its own connection reads the
+// hourglass.stats view every `interval`, so a scrape never queries the database and many
+// scrapes cost no more than one. A failed read is retried at the next interval.
+#pragma once
+
+#include <thread>
+
+#include "hourglass/metrics.hpp"
+#include "hourglass/time.hpp"
+#include "store/job_store.hpp"
+
+namespace hourglass::http {
+
+class StatsRefresher {
+public:
+    StatsRefresher(store::StoreOptions store, metrics::ServiceMetrics& metrics,
+                   Milliseconds interval = Milliseconds{5000});
+    ~StatsRefresher();  // stops the thread
+    StatsRefresher(const StatsRefresher&) = delete;
+    StatsRefresher& operator=(const StatsRefresher&) = delete;
+
+private:
+    void refresh_until_stopped(std::stop_token stop);
+
+    store::StoreOptions store_options_;
+    metrics::ServiceMetrics& metrics_;
+    Milliseconds interval_;
+    std::jthread thread_;
+};
+
+}  // namespace hourglass::http

@@ -1,0 +1,398 @@
+// Operating hourglass (SPEC §8): /metrics, /healthz and /readyz against a real broker and
+// database, the schedule/cancel/status commands, secrets kept out of every output, start-up
+// errors as one line, and SIGTERM.
+#include <gmock/gmock.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "integration/harness.hpp"
+#include "support/prometheus_text.hpp"
+
+namespace hourglass::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using ::testing::HasSubstr;
+using ::testing::Not;
+namespace prom = prometheus;
+
+std::string read_all(const std::string& path) {
+    std::ifstream in(path);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+    std::vector<std::string> lines;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    return lines;
+}
+
+// The password of scheme://user:password@host, as the test environment wrote it.
+std::string password_of(const std::string& url) {
+    const auto userinfo = url.find("://") + 3;
+    const auto at = url.find('@', userinfo);
+    const auto colon = url.find(':', userinfo);
+    if (at == std::string::npos || colon == std::string::npos || colon > at) return "";
+    return url.substr(colon + 1, at - colon - 1);
+}
+
+// Polls `condition` every 100 ms until it holds or `timeout` passes.
+bool wait_for(const std::function<bool()>& condition, std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+        if (condition()) return true;
+        std::this_thread::sleep_for(100ms);
+    }
+    return condition();
+}
+
+class Operations : public HourglassTest {
+protected:
+    prom::Exposition scrape(const HourglassProcess& process) {
+        const auto answer = http_get(process.http_port(), "/metrics");
+        EXPECT_EQ(answer.status, 200);
+        EXPECT_EQ(answer.content_type, "text/plain; version=0.0.4; charset=utf-8");
+        const auto complaint = prom::promtool_complaint(answer.body);
+        EXPECT_FALSE(complaint) << *complaint;
+        return prom::parse(answer.body);  // strict: throws on any deviation from the format
+    }
+    void wait_until_http_ready(const HourglassProcess& process) {
+        ASSERT_TRUE(
+            wait_for([&] { return http_get(process.http_port(), "/readyz").status == 200; }, 30s))
+            << http_get(process.http_port(), "/readyz").body;
+    }
+    std::vector<std::string> client_flags() const {
+        return {"--amqp-url", amqp_url_, "--prefix", prefix_};
+    }
+    std::vector<std::string> with(std::vector<std::string> arguments,
+                                  const std::vector<std::string>& more) const {
+        arguments.insert(arguments.end(), more.begin(), more.end());
+        return arguments;
+    }
+};
+
+// Counters and gauges of one scrape, by series.
+double series(const prom::Exposition& metrics, const std::string& name,
+              const prom::LabelSet& labels = {}) {
+    return metrics.value(name, labels);
+}
+
+TEST_F(Operations, metrics_are_prometheus_text_and_count_exactly_the_commands_that_flow) {
+    auto& process = start_hourglass();
+    wait_until_http_ready(process);
+    const auto before = scrape(process);
+
+    Client client(amqp_url_);
+    client.subscribe(out_exchange(), "#");
+    client.publish_all({delayed("far-1", 600000), delayed("far-2", 600000), delayed("soon", 300),
+                        delayed("bad", -5)});
+    ASSERT_TRUE(client.receive(10s)) << "the short job was not released";
+
+    // The release is recorded by the audit shortly after it arrives.
+    ASSERT_TRUE(wait_for(
+        [&] { return series(scrape(process), "hourglass_releases_observed_total") >= 1; }, 10s));
+    const auto after = scrape(process);
+    const auto delta = [&](const std::string& name, const prom::LabelSet& labels = {}) {
+        return series(after, name, labels) - series(before, name, labels);
+    };
+    EXPECT_EQ(delta("hourglass_commands_received_total"), 4);
+    EXPECT_EQ(delta("hourglass_commands_total", {{"status", "scheduled"}}), 3);
+    EXPECT_EQ(delta("hourglass_commands_total", {{"status", "rejected"}}), 1);
+    for (const auto* status : {"duplicate", "replaced", "cancelled", "too_late", "not_found"}) {
+        EXPECT_EQ(delta("hourglass_commands_total", {{"status", status}}), 0) << status;
+    }
+    EXPECT_EQ(delta("hourglass_commands_rejected_total", {{"reason", "x-delay"}}), 1);
+    EXPECT_EQ(delta("hourglass_runs_enqueued_total"), 1);
+    EXPECT_EQ(delta("hourglass_releases_observed_total"), 1);
+    EXPECT_EQ(delta("hourglass_release_lateness_seconds_count"), 1);
+    EXPECT_EQ(series(after, "hourglass_unconfirmed_publishes"), 0);
+    EXPECT_EQ(series(after, "hourglass_connected", {{"component", "ingest"}, {"peer", "rabbitmq"}}),
+              1);
+
+    // Gauges from the stats view follow within its refresh interval.
+    EXPECT_TRUE(wait_for(
+        [&] {
+            const auto now = scrape(process);
+            return series(now, "hourglass_jobs", {{"state", "pending"}}) == 2 &&
+                   series(now, "hourglass_jobs", {{"state", "done"}}) == 1;
+        },
+        15s));
+    EXPECT_EQ(http_get(process.http_port(), "/healthz").status, 200);
+}
+
+TEST_F(Operations, readyz_turns_unready_while_the_broker_is_stopped_and_ready_when_it_returns) {
+    if (env_or_skip("HOURGLASS_SERVICES_DIR").empty()) GTEST_SKIP() << "needs scripts/test";
+    auto& process = start_hourglass();
+    wait_until_http_ready(process);
+    EXPECT_EQ(http_get(process.http_port(), "/readyz").body, "ready\n");
+
+    // Whatever happens below, the next test gets a running broker.
+    struct RestartBroker {
+        bool stopped = false;
+        ~RestartBroker() {
+            if (!stopped) return;
+            const auto command = std::string(HOURGLASS_SERVICES_SCRIPT) + " start-rabbit '" +
+                                 env_or_skip("HOURGLASS_SERVICES_DIR") + "' >/dev/null 2>&1";
+            if (std::system(command.c_str()) != 0) ADD_FAILURE() << "could not restart RabbitMQ";
+        }
+    } restart;
+    services("stop-rabbit");
+    restart.stopped = true;
+
+    ASSERT_TRUE(
+        wait_for([&] { return http_get(process.http_port(), "/readyz").status == 503; }, 20s));
+    const auto unready = http_get(process.http_port(), "/readyz");
+    EXPECT_THAT(unready.body, HasSubstr("rabbitmq"));
+    EXPECT_EQ(http_get(process.http_port(), "/healthz").status, 200) << "alive while unready";
+    EXPECT_EQ(series(scrape(process), "hourglass_connected",
+                     {{"component", "ingest"}, {"peer", "rabbitmq"}}),
+              0);
+
+    services("start-rabbit");
+    restart.stopped = false;
+    EXPECT_TRUE(
+        wait_for([&] { return http_get(process.http_port(), "/readyz").status == 200; }, 60s))
+        << http_get(process.http_port(), "/readyz").body;
+    // Reconnected for real: a job still flows.
+    Client client(amqp_url_);
+    client.subscribe(out_exchange(), "#");
+    client.publish(delayed("after-restart", 100));
+    EXPECT_TRUE(client.receive(15s));
+    // Each lost connection is reported, once per component and not once per retry.
+    const auto log = read_all(process.log_path());
+    EXPECT_THAT(log, HasSubstr("[warning] ingest:"));
+    EXPECT_THAT(log, Not(HasSubstr(password_of(amqp_url_))));
+}
+
+TEST_F(Operations, schedule_and_cancel_round_trip_through_the_broker_with_exit_codes) {
+    start_hourglass();
+    Client client(amqp_url_);
+    client.subscribe(out_exchange(), "orders.#");
+
+    auto result =
+        run_cli(with({"schedule"}, with(client_flags(), {"--key", "orders.created", "--delay",
+                                                         "600000", "--id", "cli-1", "--body",
+                                                         "hello", "--header", "x-tenant=acme"})));
+    ASSERT_EQ(result.exit_code, 0) << result.err;
+    auto receipt = nlohmann::json::parse(result.out);
+    EXPECT_EQ(receipt["status"], "scheduled");
+    EXPECT_EQ(receipt["id"], "cli-1");
+    EXPECT_TRUE(receipt["due"].is_string());
+    EXPECT_EQ(job_state("cli-1"), "pending");
+    EXPECT_EQ(sql("SELECT h->1->>'v' FROM jobs, jsonb_array_elements(properties->'headers') h "
+                  "WHERE id = 'cli-1' AND h->>0 = 'x-tenant'")[0][0]
+                  .as<std::string>(),
+              "acme");
+
+    result = run_cli(with({"schedule"}, with(client_flags(), {"--key", "orders.created", "--delay",
+                                                              "600000", "--id", "cli-1"})));
+    EXPECT_EQ(result.exit_code, 0) << result.err;
+    EXPECT_EQ(nlohmann::json::parse(result.out)["status"], "duplicate");
+
+    result = run_cli(with({"cancel", "cli-1"}, client_flags()));
+    EXPECT_EQ(result.exit_code, 0) << result.err;
+    EXPECT_EQ(nlohmann::json::parse(result.out)["status"], "cancelled");
+    EXPECT_EQ(job_state("cli-1"), "cancelled");
+
+    result = run_cli(with({"cancel", "no-such-job"}, client_flags()));
+    EXPECT_EQ(result.exit_code, 4) << "not_found";
+    EXPECT_EQ(nlohmann::json::parse(result.out)["status"], "not_found");
+
+    // Rejected input: hourglass's own reason, exit code 3, nothing stored.
+    result = run_cli(
+        with({"schedule"}, with(client_flags(), {"--key", "k", "--delay", "-5", "--id", "neg"})));
+    EXPECT_EQ(result.exit_code, 3);
+    receipt = nlohmann::json::parse(result.out);
+    EXPECT_EQ(receipt["status"], "rejected");
+    EXPECT_THAT(receipt["error"].get<std::string>(), HasSubstr("x-delay"));
+    EXPECT_EQ(job_state("neg"), "<none>");
+    result =
+        run_cli(with({"schedule"}, with(client_flags(), {"--key", "k", "--at", "next tuesday"})));
+    EXPECT_EQ(result.exit_code, 3);
+
+    // A short job really is released, with its body; a recurring one is accepted and cancelled.
+    result = run_cli(with({"schedule"}, with(client_flags(), {"--key", "orders.soon", "--delay",
+                                                              "200ms", "--body", "soon"})));
+    EXPECT_EQ(result.exit_code, 0) << result.err;
+    const auto released = client.receive(10s);
+    ASSERT_TRUE(released);
+    EXPECT_EQ(released->message.body, "soon");
+    result = run_cli(
+        with({"schedule"}, with(client_flags(), {"--key", "reports", "--cron", "0 9 * * MON",
+                                                 "--tz", "Europe/Berlin", "--id", "weekly"})));
+    EXPECT_EQ(result.exit_code, 0) << result.out << result.err;
+    EXPECT_EQ(run_cli(with({"cancel", "weekly"}, client_flags())).exit_code, 0);
+
+    // Usage errors, a prefix no hourglass serves, and no answer in time.
+    EXPECT_EQ(run_cli(with({"schedule"}, with(client_flags(), {"--key", "k"}))).exit_code, 64);
+    EXPECT_EQ(run_cli({"schedule", "--amqp-url", amqp_url_, "--prefix", prefix_ + "-nobody",
+                       "--key", "k", "--delay", "1"})
+                  .exit_code,
+              5);
+    client.connection().declare_exchange(2, prefix_ + "-deaf.in", "topic");
+    const auto deaf_queue = client.connection().declare_queue(2, "", {}, /*exclusive=*/true);
+    client.connection().bind_queue(2, deaf_queue, prefix_ + "-deaf.in", "#");
+    const auto started = std::chrono::steady_clock::now();
+    result = run_cli({"schedule", "--amqp-url", amqp_url_, "--prefix", prefix_ + "-deaf", "--key",
+                      "k", "--delay", "1", "--timeout", "1s"});
+    EXPECT_EQ(result.exit_code, 5) << result.err;
+    EXPECT_LT(std::chrono::steady_clock::now() - started, 10s);
+    client.connection().delete_exchange(2, prefix_ + "-deaf.in");
+}
+
+TEST_F(Operations, status_prints_the_stats_view_as_a_table) {
+    start_hourglass();
+    Client client(amqp_url_);
+    client.publish_all({delayed("s-1", 600000), delayed("s-2", 600000)});
+    eventually("SELECT pending FROM stats", "2");
+    const auto result = run_cli({"status", "--pg-url", pg_url_, "--schema", schema_});
+    ASSERT_EQ(result.exit_code, 0) << result.err;
+    EXPECT_THAT(result.out, ::testing::ContainsRegex("pending +2"));
+    EXPECT_THAT(result.out, ::testing::ContainsRegex("enqueued +0"));
+    EXPECT_THAT(result.out, HasSubstr("next due"));
+    EXPECT_THAT(result.out, HasSubstr("lateness, last hour"));
+    const auto missing = run_cli({"status", "--pg-url", pg_url_, "--schema", "hg_no_such_schema"});
+    EXPECT_EQ(missing.exit_code, 1);
+    EXPECT_THAT(missing.err, HasSubstr("hourglass migrate"));
+}
+
+TEST_F(Operations, passwords_never_appear_in_logs_metrics_status_or_errors) {
+    const auto amqp_password = password_of(amqp_url_);
+    const auto pg_password = password_of(pg_url_);
+    if (amqp_password.empty() || pg_password.empty())
+        GTEST_SKIP() << "the test URLs have no password";
+
+    auto& text = start_hourglass();
+    auto& json = start_hourglass({"--log-format", "json"});
+    Client client(amqp_url_);
+    client.subscribe(out_exchange(), "#");
+    client.publish_all({delayed("secret-1", 100), delayed("secret-bad", -1)});
+    ASSERT_TRUE(client.receive(10s));
+
+    std::vector<std::pair<std::string, std::string>> outputs = {
+        {"text log", read_all(text.log_path())},
+        {"json log", read_all(json.log_path())},
+        {"metrics", http_get(text.http_port(), "/metrics").body},
+        {"readyz", http_get(text.http_port(), "/readyz").body},
+        {"status", run_cli({"status", "--pg-url", pg_url_, "--schema", schema_}).out},
+    };
+    // Start-up failures print URLs and library errors: a wrong password, a URL libpq cannot
+    // parse (it quotes it back), one with a bad percent escape.
+    const std::string wrong = "Wr0ng-Pa55";
+    const auto broker = amqp_url_.substr(amqp_url_.find('@'));
+    const auto database = pg_url_.substr(pg_url_.find('@'));
+    for (const auto& arguments : std::vector<std::vector<std::string>>{
+             {"run", "--amqp-url", "amqp://hourglass:" + wrong + broker, "--pg-url", pg_url_},
+             {"run", "--pg-url", "postgresql:/hourglass:" + wrong + database},
+             {"run", "--pg-url", "postgresql://hourglass:" + wrong + "%zz" + database},
+             {"run", "--pg-url", "postgresql://hourglass:" + wrong + database, "--log-format",
+              "json"},
+             {"status", "--pg-url", "host=127.0.0.1 password=" + wrong + " dbname"}}) {
+        auto full = arguments;
+        full.insert(full.end(), {"--schema", schema_});
+        if (arguments[0] == "run") full.insert(full.end(), {"--prefix", prefix_, "--http", "off"});
+        const auto result = run_cli(full);
+        EXPECT_NE(result.exit_code, 0);
+        outputs.emplace_back("start-up error " + std::to_string(outputs.size()),
+                             result.out + result.err);
+    }
+
+    EXPECT_THAT(outputs[0].second, HasSubstr(":***@")) << "the start-up line shows masked URLs";
+    for (const auto& [what, output] : outputs) {
+        SCOPED_TRACE(what);
+        EXPECT_FALSE(output.empty());
+        EXPECT_THAT(output, Not(HasSubstr(amqp_password)));
+        EXPECT_THAT(output, Not(HasSubstr(pg_password)));
+        EXPECT_THAT(output, Not(HasSubstr(wrong)));
+    }
+}
+
+TEST_F(Operations, json_logs_are_one_object_per_line) {
+    auto& process = start_hourglass({"--log-format", "json"});
+    Client client(amqp_url_);
+    client.publish(delayed("json-bad", -1));  // a rejection is logged with its reason
+    ASSERT_TRUE(wait_for(
+        [&] {
+            return series(scrape(process), "hourglass_commands_total", {{"status", "rejected"}}) ==
+                   1;
+        },
+        10s));
+    ASSERT_EQ(process.terminate(), 0);
+    const auto lines = lines_of(read_all(process.log_path()));
+    ASSERT_GT(lines.size(), 5u);
+    for (const auto& line : lines) {
+        SCOPED_TRACE(line);
+        const auto json = nlohmann::json::parse(line, nullptr, false);
+        ASSERT_TRUE(json.is_object());
+        EXPECT_EQ(json.size(), 3u);
+        EXPECT_TRUE(json["time"].is_string());
+        EXPECT_TRUE(json["level"].is_string());
+        EXPECT_TRUE(json["message"].is_string());
+    }
+}
+
+TEST_F(Operations, startup_errors_are_one_clear_line_and_a_non_zero_exit) {
+    const auto database = pg_url_.substr(pg_url_.find('@'));
+    struct Case {
+        std::string what;
+        std::vector<std::string> arguments;
+        std::string expected;
+    };
+    const std::vector<Case> cases = {
+        {"unreachable broker",
+         {"--amqp-url", "amqp://u:p@127.0.0.1:1/%2f", "--pg-url", pg_url_},
+         "cannot connect to RabbitMQ at 127.0.0.1:1"},
+        {"wrong database password",
+         {"--pg-url", "postgresql://hourglass:nope" + database},
+         "password authentication failed"},
+        {"unreachable database",
+         {"--pg-url", "postgresql://u:p@127.0.0.1:1/x"},
+         "cannot connect to PostgreSQL"},
+        {"bad broker URL",
+         {"--amqp-url", "amqp//nowhere", "--pg-url", pg_url_},
+         "invalid AMQP URL"},
+        {"bad duration", {"--horizon", "soon"}, "'soon' is not a duration"},
+    };
+    for (const auto& c : cases) {
+        SCOPED_TRACE(c.what);
+        auto arguments = c.arguments;
+        arguments.insert(arguments.begin(), "run");
+        arguments.insert(arguments.end(),
+                         {"--schema", schema_, "--prefix", prefix_, "--http", "off"});
+        const auto started = std::chrono::steady_clock::now();
+        const auto result = run_cli(arguments, 20s);
+        EXPECT_NE(result.exit_code, 0);
+        EXPECT_NE(result.exit_code, -1) << "it hung";
+        EXPECT_LT(std::chrono::steady_clock::now() - started, 15s);
+        // Besides log lines, exactly one line: the error.
+        std::vector<std::string> errors;
+        for (const auto& line : lines_of(result.err)) {
+            if (!line.starts_with("[")) errors.push_back(line);
+        }
+        ASSERT_EQ(errors.size(), 1u) << result.err;
+        EXPECT_THAT(errors[0], ::testing::StartsWith("hourglass: "));
+        EXPECT_THAT(errors[0], HasSubstr(c.expected));
+    }
+}
+
+TEST_F(Operations, sigterm_with_work_in_flight_exits_zero_promptly) {
+    auto& process = start_hourglass({"--horizon", "5s"});
+    Client client(amqp_url_);
+    std::vector<Message> jobs;
+    for (int i = 0; i < 200; ++i)
+        jobs.push_back(delayed("term-" + std::to_string(i), 100 + i * 20));
+    client.publish_all(jobs);
+    std::this_thread::sleep_for(500ms);
+    const auto started = std::chrono::steady_clock::now();
+    EXPECT_EQ(process.terminate(10s), 0);
+    EXPECT_LT(std::chrono::steady_clock::now() - started, 10s);
+    EXPECT_THAT(read_all(process.log_path()), HasSubstr("hourglass stopped"));
+    EXPECT_NE(http_get(process.http_port(), "/healthz").status, 200) << "the endpoint is gone";
+}
+
+}  // namespace
+}  // namespace hourglass::testing

@@ -28,7 +28,9 @@ protected:
     ~ConfigFileTest() override { unsetenv("HOURGLASS_TEST_HORIZON"); }
 
     std::string write(const std::string& text) {
-        const auto path = ::testing::TempDir() + "/hourglass-config-test.toml";
+        // One file per test: ctest runs tests in parallel processes.
+        const auto path = ::testing::TempDir() + "/hourglass-config-" +
+                          ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".toml";
         std::ofstream(path) << text;
         return path;
     }

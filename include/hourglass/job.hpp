@@ -21,6 +21,7 @@ struct ClaimedRun {
     TimePoint due_at;
     int run = 1;                   // the run number this release carries (x-hourglass-run)
     std::optional<CronSpec> cron;  // set for recurring jobs
+    bool resent = false;           // handed over before, never observed: published again
 };
 
 // A run the broker confirmed: the loader records it (and, for cron, the next due time).

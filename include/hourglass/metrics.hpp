@@ -155,6 +155,7 @@ public:
     void count_outcomes(const std::vector<CommandOutcome>& outcomes) noexcept;
     // Loader: runs recorded as handed over to the delay topology; publishes awaiting a confirm.
     void count_runs_enqueued(std::size_t runs) noexcept { runs_enqueued_.increment(runs); }
+    void count_runs_resent(std::size_t runs) noexcept { runs_resent_.increment(runs); }
     void set_unconfirmed_publishes(std::size_t publishes) noexcept {
         unconfirmed_publishes_.set(static_cast<double>(publishes));
     }
@@ -183,6 +184,7 @@ private:
     std::array<Counter*, kStatusCount> commands_by_status_{};
     std::vector<std::pair<std::string_view, Counter*>> commands_rejected_by_reason_;
     Counter& runs_enqueued_;
+    Counter& runs_resent_;
     Counter& releases_observed_;
     Histogram& release_lateness_seconds_;
     Gauge& jobs_pending_;

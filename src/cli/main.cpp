@@ -64,6 +64,10 @@ void add_service_options(CLI::App& run, ServiceOptions& options) {
     run.add_option("--lease", options.lease,
                    "How long a claim lasts before another instance may take it over")
         ->envname("HOURGLASS_LEASE");
+    run.add_option("--resend-after", options.resend_after,
+                   "Publish a one-shot run again if its release is not observed this long after "
+                   "its due time (the broker lost it)")
+        ->envname("HOURGLASS_RESEND_AFTER");
     run.add_option("--max-delay", options.max_delay, "Longest accepted delay (e.g. 3650d)")
         ->envname("HOURGLASS_MAX_DELAY");
     run.add_option("--max-body", options.max_body, "Largest accepted body in bytes")

@@ -67,6 +67,8 @@ loader::LoaderOptions ServiceOptions::loader() const {
     options.topology = topology();
     options.horizon = parse_duration(horizon);
     options.lease = parse_duration(lease);
+    // Only the audit tells a lost run from a released one.
+    if (!no_audit) options.resend_after = parse_duration(resend_after);
     char host[256] = {};
     gethostname(host, sizeof host - 1);
     options.owner = std::string(host) + ":" + std::to_string(getpid()) + ":" +

@@ -23,6 +23,7 @@ struct ServiceOptions {
     std::string queue_type = "classic";
     std::string horizon = "60s";
     std::string lease = "30s";
+    std::string resend_after = "1m";
     std::string max_delay = "3650d";
     std::size_t max_body = 1024 * 1024;
     bool no_audit = false;

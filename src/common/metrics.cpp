@@ -343,6 +343,9 @@ ServiceMetrics::ServiceMetrics()
       runs_enqueued_(registry_.add_counter(
           "hourglass_runs_enqueued_total",
           "Runs handed over to the delay queues (confirmed by the broker and recorded).")),
+      runs_resent_(registry_.add_counter(
+          "hourglass_runs_resent_total",
+          "Runs published again because their release was not observed (see --resend-after).")),
       releases_observed_(registry_.add_counter("hourglass_releases_observed_total",
                                                "Releases observed by the audit consumer.")),
       // Seconds, Prometheus's base unit; the buckets span 1 ms to 1 s.

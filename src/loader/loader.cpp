@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <map>
 
 #include "common/retry.hpp"
@@ -111,10 +112,20 @@ void Loader::claim_loop(std::stop_token stop) {
                 }
                 if (capacity > 0) {
                     // The lease covers the wait in memory before the publish, then `lease`.
-                    auto runs = store.claim_due(options_.owner, now_ms() + options_.horizon,
-                                                capacity, options_.lease + ladder_.step());
+                    const auto now = now_ms();
+                    auto runs = store.claim_due(options_.owner, now + options_.horizon, capacity,
+                                                options_.lease + ladder_.step(),
+                                                resend_due_before(now));
                     const bool maybe_more = runs.size() == capacity;
                     if (!runs.empty()) spdlog::debug("loader: claimed {} runs", runs.size());
+                    const auto resent = std::count_if(runs.begin(), runs.end(),
+                                                      [](const auto& run) { return run.resent; });
+                    if (resent > 0) {
+                        spdlog::warn("loader: publishing {} runs again: handed over, but not "
+                                     "released {} ms after their due time",
+                                     resent, options_.resend_after->count());
+                        options_.metrics->count_runs_resent(static_cast<std::size_t>(resent));
+                    }
                     schedule(std::move(runs));
                     if (maybe_more) continue;
                 }
@@ -126,6 +137,24 @@ void Loader::claim_loop(std::stop_token stop) {
             });
         }
     });
+}
+
+std::optional<TimePoint> Loader::resend_due_before(TimePoint now) {
+    if (!options_.resend_after) return std::nullopt;
+    // After an outage the broker first releases what it held, and the audit records it: a run
+    // counts as lost only once both had `resend_after` to do so.
+    using metrics::Component, metrics::Peer;
+    const auto& metrics = *options_.metrics;
+    const bool observing = metrics.connected(Component::loader, Peer::rabbitmq) &&
+                           metrics.connected(Component::audit, Peer::rabbitmq) &&
+                           metrics.connected(Component::audit, Peer::postgresql);
+    if (!observing) {
+        observing_since_.reset();
+        return std::nullopt;
+    }
+    if (!observing_since_) observing_since_ = now;
+    if (now - *observing_since_ < *options_.resend_after) return std::nullopt;
+    return now - *options_.resend_after;
 }
 
 void Loader::finish_claims(store::JobStore& store) {

@@ -35,6 +35,10 @@ struct LoaderOptions {
     Milliseconds horizon{60000};
     Milliseconds poll_interval{500};
     Milliseconds lease{30000};
+    // Publish a one-shot run again when its release is still not observed this long after its
+    // due time: the broker lost it (a classic queue dead-letters at most once, so a run that
+    // expires while the broker shuts down can vanish). Unset: never (needs the audit).
+    std::optional<Milliseconds> resend_after;
     std::size_t claim_batch = 1000;
     std::size_t max_unconfirmed = 256;          // publishes awaiting a broker confirm
     std::size_t max_in_memory_runs = 50000;     // claimed runs waiting for their publish time
@@ -76,6 +80,7 @@ private:
     void schedule(std::vector<ClaimedRun> runs);
     void confirmed(std::vector<HandedOverRun> runs);
     void finish_claims(store::JobStore& store);
+    std::optional<TimePoint> resend_due_before(TimePoint now);
 
     LoaderOptions options_;
     NextRunFunction next_run_;
@@ -92,6 +97,8 @@ private:
     bool wake_requested_ = false;
     bool publisher_done_ = false;
     std::atomic<std::uint64_t> handed_over_total_{0};
+    // Claimer thread only: since when the loader and the audit are connected without a break.
+    std::optional<TimePoint> observing_since_;
 };
 
 }  // namespace hourglass::loader

@@ -12,11 +12,13 @@ using nlohmann::json;
 
 namespace {
 
-// Epoch milliseconds of a timestamptz column, exact (extract() is numeric on PG 14+).
-constexpr const char* kJobColumns =
+// A claimed job's release: epoch milliseconds of a timestamptz column are exact (extract()
+// is numeric on PG 14+); the run number is the next run, or the same run again for a run
+// handed over but never observed (re-sent).
+constexpr const char* kClaimedRunColumns =
     "j.id, j.routing_key, j.exchange, floor(extract(epoch FROM j.due_at) * 1000)::bigint, "
-    "j.runs, j.body, j.properties::text, j.cron, j.cron_tz, "
-    "floor(extract(epoch FROM j.cron_until) * 1000)::bigint, j.cron_limit";
+    "j.runs + CASE WHEN j.state = 'enqueued' THEN 0 ELSE 1 END, j.body, j.properties::text, j.cron, j.cron_tz, "
+    "floor(extract(epoch FROM j.cron_until) * 1000)::bigint, j.cron_limit, j.state = 'enqueued'";
 
 json optional_time(const std::optional<TimePoint>& time) {
     return time ? json(format_rfc3339_ms(*time)) : json(nullptr);
@@ -84,12 +86,21 @@ void prepare_statements(pqxx::connection& c) {
                   "expired AS ("
                   "  SELECT id FROM jobs WHERE lease_owner IS NOT NULL AND lease_until < now() "
                   "  AND lease_owner <> $1 AND state = 'pending' "
-                  "  ORDER BY lease_until LIMIT $3 FOR UPDATE SKIP LOCKED) "
+                  "  ORDER BY lease_until LIMIT $3 FOR UPDATE SKIP LOCKED), "
+                  // One-shot runs handed over but not observed long after they were due (and
+                  // after they were last handed over): the broker lost them (see
+                  // resend_due_before). NULL $5 turns this off.
+                  "unobserved AS ("
+                  "  SELECT id FROM jobs WHERE state = 'enqueued' AND due_at < $5 "
+                  "  AND enqueued_at < $5 "
+                  "  AND (lease_owner IS NULL OR (lease_until < now() AND lease_owner <> $1)) "
+                  "  ORDER BY due_at LIMIT $3 FOR UPDATE SKIP LOCKED) "
                   "UPDATE jobs j SET lease_owner = $1, "
                   "lease_until = now() + $4 * interval '1 millisecond', updated_at = now() "
-                  "WHERE j.id IN (SELECT id FROM fresh UNION ALL SELECT id FROM expired) "
+                  "WHERE j.id IN (SELECT id FROM fresh UNION ALL SELECT id FROM expired "
+                  "               UNION ALL SELECT id FROM unobserved) "
                   "RETURNING ") +
-                  kJobColumns);
+                  kClaimedRunColumns);
     c.prepare("record_handed_over",
               "UPDATE jobs j SET runs = x.run, enqueued_at = now(), updated_at = now(), "
               "lease_owner = NULL, lease_until = NULL, due_at = COALESCE(x.next_due, j.due_at), "
@@ -98,7 +109,7 @@ void prepare_statements(pqxx::connection& c) {
               "             WHEN COALESCE(j.released_run, 0) >= x.run THEN 'done' "
               "             ELSE 'enqueued' END "
               "FROM jsonb_to_recordset($2::jsonb) AS x(id text, run integer, next_due timestamptz) "
-              "WHERE j.id = x.id AND j.lease_owner = $1 AND j.runs = x.run - 1");
+              "WHERE j.id = x.id AND j.lease_owner = $1 AND j.runs IN (x.run - 1, x.run)");
     c.prepare("release_claims",
               "UPDATE jobs SET lease_owner = NULL, lease_until = NULL, updated_at = now() "
               "WHERE lease_owner = $1 AND id IN (SELECT jsonb_array_elements_text($2::jsonb))");
@@ -247,14 +258,18 @@ std::vector<CommandOutcome> JobStore::apply(const std::vector<Command>& commands
 }
 
 std::vector<ClaimedRun> JobStore::claim_due(const std::string& owner, TimePoint horizon_end,
-                                            std::size_t limit, Milliseconds lease) {
+                                            std::size_t limit, Milliseconds lease,
+                                            std::optional<TimePoint> resend_due_before) {
     pqxx::work tx(*connection_);
     // A claim lost in a database crash is harmless (the run is claimed again, at worst released
     // twice, which at-least-once allows), so it does not wait for the WAL flush: that saves a
     // disk sync (~3 ms here) between accepting a due job and publishing it.
     tx.exec("SET LOCAL synchronous_commit = off");
     const auto rows = tx.exec_prepared("claim_due", owner, format_rfc3339_ms(horizon_end),
-                                       static_cast<long>(limit), static_cast<long>(lease.count()));
+                                       static_cast<long>(limit), static_cast<long>(lease.count()),
+                                       resend_due_before ? std::optional<std::string>(
+                                                               format_rfc3339_ms(*resend_due_before))
+                                                         : std::nullopt);
     tx.commit();
     std::vector<ClaimedRun> runs;
     runs.reserve(rows.size());
@@ -264,7 +279,8 @@ std::vector<ClaimedRun> JobStore::claim_due(const std::string& owner, TimePoint 
         run.routing_key = row[1].as<std::string>();
         run.exchange = row[2].is_null() ? std::string{} : row[2].as<std::string>();
         run.due_at = time_of(row[3]);
-        run.run = row[4].as<int>() + 1;
+        run.run = row[4].as<int>();
+        run.resent = row[11].as<bool>();
         run.body = pqxx::binarystring(row[5]).str();
         auto properties = properties_from_json(json::parse(row[6].c_str(), nullptr, false));
         // Written by hourglass itself; a row edited by hand into another shape still releases.

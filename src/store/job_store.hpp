@@ -41,8 +41,12 @@ public:
     // held by another owner expired), leasing them to `owner` for `lease`. Safe with
     // concurrent loaders. An owner never takes back its own expired lease: the run may still
     // be in its memory, and a restarted process has a new owner id.
+    // With `resend_due_before`, also claims one-shot runs already handed over (`enqueued`) but
+    // never observed, due and last handed over before it, to publish the same run again: the
+    // broker lost them.
     std::vector<ClaimedRun> claim_due(const std::string& owner, TimePoint horizon_end,
-                                      std::size_t limit, Milliseconds lease);
+                                      std::size_t limit, Milliseconds lease,
+                                      std::optional<TimePoint> resend_due_before = std::nullopt);
     // Records runs the broker confirmed; only runs still leased to `owner` are changed.
     void record_handed_over(const std::string& owner, const std::vector<HandedOverRun>& runs);
     // Gives back claimed runs that were not published (shutdown), so others take them at once.

@@ -244,9 +244,13 @@ void HourglassTest::wait_until_ready(HourglassProcess& process) {
 void HourglassTest::services(const std::string& action, const std::string& arguments) {
     const auto dir = env_or_skip("HOURGLASS_SERVICES_DIR");
     ASSERT_FALSE(dir.empty()) << "HOURGLASS_SERVICES_DIR not set: run through scripts/test";
+    const auto output = dir + "/last-action.log";
     const auto command = std::string(HOURGLASS_SERVICES_SCRIPT) + " " + action + " '" + dir +
-                         "' " + arguments + " >/dev/null 2>&1";
-    ASSERT_EQ(std::system(command.c_str()), 0) << command;
+                         "' " + arguments + " >'" + output + "' 2>&1";
+    if (std::system(command.c_str()) != 0) {
+        std::ifstream log(output);
+        FAIL() << command << " failed:\n" << std::string(std::istreambuf_iterator<char>(log), {});
+    }
 }
 
 Message HourglassTest::command(const std::string& routing_key, const std::string& body) const {

@@ -117,6 +117,7 @@ TEST(ServiceOptions, loader_gets_horizon_lease_topology_and_a_unique_owner) {
     EXPECT_EQ(loader.topology.names.release, "acme.delay.release");
     EXPECT_EQ(loader.topology.queue_type, delay::QueueType::quorum);
     EXPECT_FALSE(loader.topology.audit);
+    EXPECT_FALSE(loader.resend_after.has_value()) << "without the audit no run counts as lost";
     EXPECT_EQ(loader.amqp.url, options.amqp_url);
     EXPECT_EQ(loader.store.schema, "acme_jobs");
     EXPECT_THAT(loader.owner, HasSubstr(":" + std::to_string(getpid()) + ":"));
@@ -138,6 +139,7 @@ TEST(ServiceOptions, defaults_match_the_spec) {
     EXPECT_EQ(loader.lease, Milliseconds{30000});
     EXPECT_EQ(loader.topology.queue_type, delay::QueueType::classic);
     EXPECT_TRUE(loader.topology.audit);
+    EXPECT_EQ(loader.resend_after, Milliseconds{60000});
 }
 
 TEST(ServiceOptions, schema_does_not_follow_the_prefix) {
@@ -165,6 +167,9 @@ TEST(ServiceOptions, bad_durations_surface_as_invalid_argument) {
     EXPECT_THROW(options.ingest(), std::invalid_argument);
     options.max_delay = "1d";
     options.lease = "30 s";
+    EXPECT_THROW(options.loader(), std::invalid_argument);
+    options.lease = "30s";
+    options.resend_after = "later";
     EXPECT_THROW(options.loader(), std::invalid_argument);
 }
 

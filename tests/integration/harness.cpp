@@ -241,16 +241,20 @@ void HourglassTest::wait_until_ready(HourglassProcess& process) {
     FAIL() << "hourglass did not start:\n" << process.log_tail();
 }
 
-void HourglassTest::services(const std::string& action, const std::string& arguments) {
+std::string HourglassTest::services(const std::string& action, const std::string& arguments) {
     const auto dir = env_or_skip("HOURGLASS_SERVICES_DIR");
-    ASSERT_FALSE(dir.empty()) << "HOURGLASS_SERVICES_DIR not set: run through scripts/test";
+    if (dir.empty()) {
+        ADD_FAILURE() << "HOURGLASS_SERVICES_DIR not set: run through scripts/test";
+        return {};
+    }
     const auto output = dir + "/last-action.log";
     const auto command = std::string(HOURGLASS_SERVICES_SCRIPT) + " " + action + " '" + dir +
                          "' " + arguments + " >'" + output + "' 2>&1";
-    if (std::system(command.c_str()) != 0) {
-        std::ifstream log(output);
-        FAIL() << command << " failed:\n" << std::string(std::istreambuf_iterator<char>(log), {});
-    }
+    const int status = std::system(command.c_str());
+    std::ifstream log(output);
+    std::string text(std::istreambuf_iterator<char>(log), {});
+    if (status != 0) ADD_FAILURE() << command << " failed:\n" << text;
+    return text;
 }
 
 Message HourglassTest::command(const std::string& routing_key, const std::string& body) const {

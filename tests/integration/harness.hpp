@@ -82,8 +82,8 @@ protected:
     // Waits until the process logged that it runs.
     void wait_until_ready(HourglassProcess& process);
     // Runs `scripts/services ACTION DIR ARGUMENTS` on the test's private services
-    // (stop-rabbit, start-pg, rabbitmqctl ...).
-    void services(const std::string& action, const std::string& arguments = "");
+    // (stop-rabbit, start-pg, rabbitmqctl ...); returns what it printed.
+    std::string services(const std::string& action, const std::string& arguments = "");
 
     Message command(const std::string& routing_key, const std::string& body = "body") const;
     Message delayed(const std::string& id, std::int64_t delay_ms,

@@ -1,5 +1,8 @@
 // `--queue-type quorum` (SPEC §9): every hourglass queue is a quorum queue, the delay queues
 // dead-letter at least once, and jobs flow as with classic queues.
+#include <map>
+#include <sstream>
+
 #include "integration/harness.hpp"
 
 namespace hourglass::testing {
@@ -31,6 +34,40 @@ TEST_F(Quorum, jobs_flow_through_quorum_delay_queues) {
     EXPECT_THROW(probe.connection().declare_queue(2, in_exchange(), {{"x-queue-type", std::string("classic")}}),
                  amqp::ChannelError);
     EXPECT_TRUE(eventually("SELECT count(*) FROM jobs WHERE state = 'done'", std::to_string(kJobs)));
+}
+
+// A vhost whose default queue type is quorum (RabbitMQ 3.11+ `--default-queue-type`): hourglass
+// declares every queue with an explicit x-queue-type, so its topology stays classic there
+// unless --queue-type says otherwise (SPEC §9).
+TEST_F(Quorum, a_quorum_default_vhost_does_not_change_the_queue_types) {
+    const auto quorum_vhost_url = env_or_skip("HOURGLASS_AMQP_URL_QUORUM_VHOST");
+    if (quorum_vhost_url.empty()) GTEST_SKIP() << "scripts/services did not create the vhost";
+    amqp_url_ = quorum_vhost_url;
+    start_hourglass({"--horizon", "4s"});
+    Client client(amqp_url_);
+    client.subscribe(out_exchange(), "#");
+    client.publish_all({delayed("classic-in-quorum-vhost", 500)});
+    const auto received = client.drain(2000ms, 20s);
+    ASSERT_EQ(received.size(), 1u);
+    EXPECT_EQ(string_header(received[0].message, "x-hourglass-id"), "classic-in-quorum-vhost");
+
+    client.connection().declare_queue(2, prefix_ + "-probe", {});
+    const auto listing = services("rabbitmqctl", "list_queues -q --no-table-headers -p "
+                                                 "hourglass-quorum-default name type");
+    std::map<std::string, std::string> type_of;
+    std::istringstream lines(listing);
+    for (std::string name, type; lines >> name >> type;) type_of[name] = type;
+    int ours = 0;
+    for (const auto& [name, type] : type_of) {
+        if (name.rfind(prefix_ + ".", 0) != 0) continue;
+        ++ours;
+        EXPECT_EQ(type, "classic") << name;
+    }
+    EXPECT_GE(ours, 5) << "input, rejected, unroutable, audit and delay queues:\n" << listing;
+    // The vhost really defaults to quorum: a queue declared without x-queue-type is one.
+    const auto probe = prefix_ + "-probe";
+    ASSERT_EQ(type_of.count(probe), 1u) << listing;
+    EXPECT_EQ(type_of.at(probe), "quorum");
 }
 
 }  // namespace

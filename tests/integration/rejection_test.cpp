@@ -103,6 +103,86 @@ TEST_F(Rejections, each_bad_command_is_rejected_with_a_reason_and_the_service_ke
               static_cast<int>(bad.size()));
 }
 
+// Every control header with a value of a type it can never take (void, array, table), a header
+// table over the limit, extreme ids and a forged release straight into the release exchange:
+// each has a defined outcome (SPEC §3.3) and the service keeps working.
+TEST_F(Rejections, hostile_inputs_get_a_defined_outcome) {
+    start_hourglass();
+    Client client(amqp_url_);
+    client.subscribe(out_exchange(), "#");
+    Client rejected_reader(amqp_url_);
+    rejected_reader.connection().consume(2, prefix_ + ".rejected", /*no_ack=*/true);
+
+    const std::vector<std::string> control_headers = {
+        "x-delay",    "x-schedule-at", "x-cron",   "x-cron-tz",   "x-cron-until",
+        "x-cron-limit", "x-replace",   "x-cancel", "x-reply-to", "x-hourglass-exchange"};
+    const std::vector<std::pair<std::string, FieldValue>> wrong_values = {
+        {"void", Void{}},
+        {"array", FieldArray{std::int32_t{1}, std::string("two")}},
+        {"table", FieldTable{{"nested", std::int64_t{5}}}}};
+    int sent = 0;
+    auto expect_rejected = [&](Message message, const std::string& mentions) {
+        message.properties.message_id = "hostile-" + std::to_string(sent++);
+        client.publish(message);
+        auto copy = rejected_reader.receive(5s);
+        ASSERT_TRUE(copy) << "no rejected copy";
+        EXPECT_EQ(copy->message.properties.message_id, message.properties.message_id);
+        const auto error = string_header(copy->message, "x-hourglass-error");
+        EXPECT_NE(error.find(mentions), std::string::npos) << error;
+    };
+    for (const auto& header : control_headers) {
+        for (const auto& [type, value] : wrong_values) {
+            SCOPED_TRACE(header + " as " + type);
+            auto message = delayed("unused", 100);
+            if (header == "x-schedule-at" || header == "x-cron") remove_header(message.properties, "x-delay");
+            set_header(message.properties, header, value);
+            expect_rejected(message, header);
+        }
+    }
+    {
+        SCOPED_TRACE("300 top-level headers");
+        auto message = delayed("unused", 100);
+        for (int i = 0; i < 300; ++i) set_header(message.properties, "h" + std::to_string(i), i);
+        expect_rejected(message, "headers");
+    }
+
+    // Accepted extremes: the longest id AMQP carries, an empty id (one is generated), and a
+    // 100 KB custom header, all released intact.
+    const std::string longest_id(255, 'i');
+    client.publish(delayed(longest_id, 0));
+    auto empty_id = delayed("", 0);
+    client.publish(empty_id);
+    auto big_header = delayed("big-header", 0);
+    set_header(big_header.properties, "x-big", std::string(100 * 1024, 'b'));
+    client.publish(big_header);
+    std::map<std::string, Received> released;
+    for (const auto& r : client.drain(1500ms, 20s)) {
+        released.emplace(string_header(r.message, "x-hourglass-id"), r);
+    }
+    EXPECT_TRUE(released.count(longest_id));
+    ASSERT_TRUE(released.count("big-header"));
+    EXPECT_EQ(string_header(released.at("big-header").message, "x-big").size(), 100u * 1024u);
+    EXPECT_EQ(released.size(), 3u) << "the empty id got a generated one";
+    EXPECT_FALSE(released.count(""));
+
+    // Forged "releases" published straight into the release exchange (no, wrong-typed and
+    // unknown ids): the audit skips them and keeps recording real ones.
+    for (const auto& forged_id : std::vector<FieldValue>{Void{}, std::int32_t{7}, std::string("no-such-job")}) {
+        Message forged;
+        forged.exchange = prefix_ + ".delay.release";
+        forged.routing_key = "jobs.test";
+        forged.body = "forged";
+        forged.properties.headers = FieldTable{{"x-hourglass-id", forged_id},
+                                               {"x-hourglass-run", std::string("x")}};
+        client.publish(forged);
+    }
+    client.drain(1000ms, 5s);
+    client.publish(delayed("after-hostile", 0));
+    EXPECT_TRUE(eventually("SELECT state FROM jobs WHERE id = 'after-hostile'", "done"));
+    EXPECT_TRUE(processes_.back()->running());
+    EXPECT_EQ(sql("SELECT count(*) FROM jobs WHERE id LIKE 'hostile-%'")[0][0].as<int>(), 0);
+}
+
 TEST_F(Rejections, sql_text_in_ids_and_routing_keys_is_stored_as_data) {
     start_hourglass();
     Client client(amqp_url_);

@@ -90,17 +90,9 @@ TEST_F(Cron, cancel_stops_a_recurring_job_for_good) {
     while ((first_run = client.receive(5s)) && run_of(*first_run) < 1) {
     }
     ASSERT_TRUE(first_run);
-    auto cancel = command("x", "");
-    cancel.properties.message_id = "cron-cancel";
-    set_header(cancel.properties, "x-cancel", true);
-    set_header(cancel.properties, "x-reply-to", replies);
-    client.publish(cancel);
-    std::optional<ReceiptView> receipt;
-    int runs_after_cancel = 0;
-    for (const auto& r : client.drain(4000ms, 20s)) {
-        if (r.message.properties.content_type == "application/json") receipt = parse_receipt(r);
-        else ++runs_after_cancel;
-    }
+    client.publish(cancel_command("cron-cancel", replies));
+    const auto [receipt, releases_after_cancel] = split_receipts(client.drain(4000ms, 20s));
+    const auto runs_after_cancel = static_cast<int>(releases_after_cancel.size());
     ASSERT_TRUE(receipt);
     EXPECT_EQ(receipt->status, "cancelled");
     EXPECT_LE(runs_after_cancel, 1) << "at most the run already within the horizon";
@@ -153,12 +145,7 @@ TEST_F(Cron, replace_changes_the_expression_zone_and_payload_of_a_recurring_job)
     set_header(replacement.properties, "x-replace", true);
     set_header(replacement.properties, "x-reply-to", replies);
     client.publish(replacement);
-    std::optional<ReceiptView> receipt;
-    std::vector<Received> runs;
-    for (const auto& r : client.drain(3000ms, 20s)) {
-        if (r.message.properties.content_type == "application/json") receipt = parse_receipt(r);
-        else runs.push_back(r);
-    }
+    const auto [receipt, runs] = split_receipts(client.drain(3000ms, 20s));
     ASSERT_TRUE(receipt);
     EXPECT_EQ(receipt->status, "replaced");
     ASSERT_EQ(runs.size(), 2u) << "the new expression and limit apply";

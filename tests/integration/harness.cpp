@@ -273,6 +273,23 @@ Message HourglassTest::delayed(const std::string& id, std::int64_t delay_ms,
     return message;
 }
 
+Message HourglassTest::cancel_command(const std::string& id, const std::string& reply_to) const {
+    auto cancel = command("ignored", "");
+    cancel.properties.message_id = id;
+    set_header(cancel.properties, "x-cancel", true);
+    if (!reply_to.empty()) set_header(cancel.properties, "x-reply-to", reply_to);
+    return cancel;
+}
+
+ReceiptAndReleases split_receipts(const std::vector<Received>& received) {
+    ReceiptAndReleases split;
+    for (const auto& r : received) {
+        if (r.message.properties.content_type == "application/json") split.receipt = parse_receipt(r);
+        else split.releases.push_back(r);
+    }
+    return split;
+}
+
 pqxx::result HourglassTest::sql(const std::string& query) {
     pqxx::work tx(*db_);
     tx.exec("SET LOCAL search_path TO " + tx.quote_name(schema_));

@@ -88,6 +88,8 @@ protected:
     Message command(const std::string& routing_key, const std::string& body = "body") const;
     Message delayed(const std::string& id, std::int64_t delay_ms,
                     const std::string& routing_key = "jobs.test") const;
+    // x-cancel for job `id`, with the receipt sent to `reply_to` if given.
+    Message cancel_command(const std::string& id, const std::string& reply_to = "") const;
     std::string out_exchange() const { return prefix_ + ".out"; }
     std::string in_exchange() const { return prefix_ + ".in"; }
 
@@ -115,6 +117,14 @@ struct ReceiptView {
     std::optional<std::string> correlation_id;
 };
 ReceiptView parse_receipt(const Received& received);
+
+// What a client subscribed to the output exchange and to its receipt queue received: the last
+// receipt (receipts are JSON), and the releases in arrival order.
+struct ReceiptAndReleases {
+    std::optional<ReceiptView> receipt;
+    std::vector<Received> releases;
+};
+ReceiptAndReleases split_receipts(const std::vector<Received>& received);
 
 
 }  // namespace hourglass::testing

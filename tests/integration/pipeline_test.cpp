@@ -182,12 +182,7 @@ TEST_F(Pipeline, replace_of_a_pending_job_changes_time_and_body) {
     set_header(replacement.properties, "x-reply-to", replies);
     client.publish(replacement);
 
-    std::vector<Received> releases;
-    std::optional<ReceiptView> receipt;
-    for (const auto& r : client.drain(2000ms, 10s)) {
-        if (r.message.properties.content_type == "application/json") receipt = parse_receipt(r);
-        else releases.push_back(r);
-    }
+    const auto [receipt, releases] = split_receipts(client.drain(2000ms, 10s));
     ASSERT_TRUE(receipt);
     EXPECT_EQ(receipt->status, "replaced");
     ASSERT_EQ(releases.size(), 1u);
@@ -202,11 +197,7 @@ TEST_F(Pipeline, cancel_before_the_horizon_is_cancelled_and_never_released) {
     client.subscribe(out_exchange(), "#");
     const auto replies = client.receipt_queue();
     client.publish(delayed("can-1", 4000));
-    auto cancel = command("ignored", "");
-    cancel.properties.message_id = "can-1";
-    set_header(cancel.properties, "x-cancel", true);
-    set_header(cancel.properties, "x-reply-to", replies);
-    client.publish(cancel);
+    client.publish(cancel_command("can-1", replies));
     auto receipt = client.receive(5s);
     ASSERT_TRUE(receipt);
     EXPECT_EQ(parse_receipt(*receipt).status, "cancelled");
@@ -214,12 +205,11 @@ TEST_F(Pipeline, cancel_before_the_horizon_is_cancelled_and_never_released) {
     EXPECT_FALSE(client.receive(6000ms)) << "a cancelled job was released";
 
     // Cancelling again still says cancelled; an unknown id says not_found.
-    client.publish(cancel);
+    client.publish(cancel_command("can-1", replies));
     auto again = client.receive(5s);
     ASSERT_TRUE(again);
     EXPECT_EQ(parse_receipt(*again).status, "cancelled");
-    cancel.properties.message_id = "never-existed";
-    client.publish(cancel);
+    client.publish(cancel_command("never-existed", replies));
     auto unknown = client.receive(5s);
     ASSERT_TRUE(unknown);
     EXPECT_EQ(parse_receipt(*unknown).status, "not_found");
@@ -235,17 +225,8 @@ TEST_F(Pipeline, cancel_within_the_horizon_is_too_late_and_the_job_is_released) 
     ASSERT_TRUE(eventually("SELECT (lease_owner IS NOT NULL OR state = 'enqueued')::text FROM jobs "
                            "WHERE id = 'late-1'",
                            "true"));
-    auto cancel = command("ignored", "");
-    cancel.properties.message_id = "late-1";
-    set_header(cancel.properties, "x-cancel", true);
-    set_header(cancel.properties, "x-reply-to", replies);
-    client.publish(cancel);
-    std::optional<ReceiptView> receipt;
-    std::vector<Received> releases;
-    for (const auto& r : client.drain(4000ms, 10s)) {
-        if (r.message.properties.content_type == "application/json") receipt = parse_receipt(r);
-        else releases.push_back(r);
-    }
+    client.publish(cancel_command("late-1", replies));
+    const auto [receipt, releases] = split_receipts(client.drain(4000ms, 10s));
     ASSERT_TRUE(receipt);
     EXPECT_EQ(receipt->status, "too_late");
     ASSERT_EQ(releases.size(), 1u);
@@ -272,10 +253,7 @@ TEST_F(Pipeline, states_move_pending_enqueued_done_and_stats_match) {
     client.publish(delayed("state-1", 4000));
     client.publish(delayed("state-2", 60000));
     client.publish(delayed("state-3", 60000));
-    auto cancel = command("x", "");
-    cancel.properties.message_id = "state-3";
-    set_header(cancel.properties, "x-cancel", true);
-    client.publish(cancel);
+    client.publish(cancel_command("state-3"));
     ASSERT_TRUE(eventually("SELECT state FROM jobs WHERE id = 'state-3'", "cancelled"));
     EXPECT_EQ(job_state("state-1"), "pending");
     ASSERT_TRUE(eventually("SELECT state FROM jobs WHERE id = 'state-1'", "enqueued", 5s));

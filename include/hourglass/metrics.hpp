@@ -158,6 +158,12 @@ public:
     void set_unconfirmed_publishes(std::size_t publishes) noexcept {
         unconfirmed_publishes_.set(static_cast<double>(publishes));
     }
+    // Forwarder: released runs with a target exchange, published to it (`forwarded`) or, when
+    // it could not route them or was gone, to <prefix>.unroutable (`unroutable`).
+    void count_forwarded(std::size_t releases) noexcept { releases_forwarded_.increment(releases); }
+    void count_forwarded_unroutable(std::size_t releases) noexcept {
+        releases_forwarded_unroutable_.increment(releases);
+    }
     // Audit: releases recorded, with the lateness of each (lateness_ms of SPEC §7).
     void count_releases(std::size_t observed, const std::vector<double>& lateness_ms) noexcept;
     // Refreshed from the hourglass.stats view.
@@ -184,6 +190,8 @@ private:
     std::vector<std::pair<std::string_view, Counter*>> commands_rejected_by_reason_;
     Counter& runs_enqueued_;
     Counter& releases_observed_;
+    Counter& releases_forwarded_;
+    Counter& releases_forwarded_unroutable_;
     Histogram& release_lateness_seconds_;
     Gauge& jobs_pending_;
     Gauge& jobs_enqueued_;

@@ -345,6 +345,14 @@ ServiceMetrics::ServiceMetrics()
           "Runs handed over to the delay queues (confirmed by the broker and recorded).")),
       releases_observed_(registry_.add_counter("hourglass_releases_observed_total",
                                                "Releases observed by the audit consumer.")),
+      releases_forwarded_(registry_.add_counter(
+          "hourglass_releases_forwarded_total",
+          "Released runs with a target exchange (x-hourglass-exchange) published to it and "
+          "confirmed.")),
+      releases_forwarded_unroutable_(registry_.add_counter(
+          "hourglass_releases_forwarded_unroutable_total",
+          "Released runs with a target exchange that could not route them or no longer existed, "
+          "published to <prefix>.unroutable instead.")),
       // Seconds, Prometheus's base unit; the buckets span 1 ms to 1 s.
       release_lateness_seconds_(registry_.add_histogram(
           "hourglass_release_lateness_seconds",

@@ -128,10 +128,16 @@ inline constexpr std::string_view kPrometheusContentType =
     "text/plain; version=0.0.4; charset=utf-8";
 
 // The components whose connections are tracked, and their peers.
-enum class Component { ingest, loader, audit };
+enum class Component { ingest, loader, audit, forward };
 enum class Peer { rabbitmq, postgresql };
-inline constexpr std::array kComponents = {Component::ingest, Component::loader, Component::audit};
+inline constexpr std::array kComponents = {Component::ingest, Component::loader, Component::audit,
+                                           Component::forward};
 inline constexpr std::array kPeers = {Peer::rabbitmq, Peer::postgresql};
+// Whether a component connects to a peer at all (the forwarder needs no database): only those
+// pairs have a hourglass_connected series and count for readiness.
+constexpr bool connects(Component component, Peer peer) noexcept {
+    return !(component == Component::forward && peer == Peer::postgresql);
+}
 std::string_view to_string(Component component) noexcept;
 std::string_view to_string(Peer peer) noexcept;
 
@@ -177,8 +183,9 @@ public:
     bool topology_declared() const noexcept { return topology_declared_.value() >= 1; }
 
     // Open connections of a component to a peer (0 or 1). Connections hold a
-    // ScopedGaugeIncrement on it (amqp::ConnectionOptions, store::StoreOptions).
-    Gauge& open_connections(Component component, Peer peer) noexcept;
+    // ScopedGaugeIncrement on it (amqp::ConnectionOptions, store::StoreOptions). Null for a
+    // pair that does not connect (see connects()).
+    Gauge* open_connections(Component component, Peer peer) noexcept;
     bool connected(Component component, Peer peer) const noexcept;
 
 private:

@@ -57,9 +57,11 @@ void attach_metrics(ComponentOptions& options, metrics::Component component,
                     const std::shared_ptr<metrics::ServiceMetrics>& service_metrics) {
     options.metrics = service_metrics;
     options.amqp.open_connections =
-        &service_metrics->open_connections(component, metrics::Peer::rabbitmq);
-    options.store.open_connections =
-        &service_metrics->open_connections(component, metrics::Peer::postgresql);
+        service_metrics->open_connections(component, metrics::Peer::rabbitmq);
+    if constexpr (requires { options.store; }) {
+        options.store.open_connections =
+            service_metrics->open_connections(component, metrics::Peer::postgresql);
+    }
 }
 
 std::string format_optional(const std::optional<double>& value) {
@@ -115,7 +117,7 @@ int run_service(const ServiceOptions& options) {
     attach_metrics(ingest_options, metrics::Component::ingest, service_metrics);
     attach_metrics(audit_options, metrics::Component::audit, service_metrics);
     auto forwarder_options = options.forwarder();
-    forwarder_options.metrics = service_metrics;
+    attach_metrics(forwarder_options, metrics::Component::forward, service_metrics);
     const auto topology = options.topology();
     const auto ladder = delay::DelayLadder::for_horizon(loader_options.horizon);
     const auto http_address = options.http_address();

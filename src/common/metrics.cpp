@@ -242,6 +242,8 @@ std::string_view to_string(Component component) noexcept {
             return "loader";
         case Component::audit:
             return "audit";
+        case Component::forward:
+            return "forward";
     }
     return "unknown";
 }
@@ -315,6 +317,7 @@ Table add_connection_gauges(Registry& registry) {
     Table gauges{};
     for (const auto component : kComponents) {
         for (const auto peer : kPeers) {
+            if (!connects(component, peer)) continue;
             gauges[static_cast<std::size_t>(component)][static_cast<std::size_t>(peer)] =
                 &registry.add_gauge("hourglass_connected",
                                     "Open connections of each component to RabbitMQ and "
@@ -410,13 +413,14 @@ void ServiceMetrics::set_oldest_pending_lag_ms(std::int64_t lag_ms) noexcept {
     oldest_pending_lag_seconds_.set(static_cast<double>(lag_ms) / 1000.0);
 }
 
-Gauge& ServiceMetrics::open_connections(Component component, Peer peer) noexcept {
-    return *open_connections_[static_cast<std::size_t>(component)][static_cast<std::size_t>(peer)];
+Gauge* ServiceMetrics::open_connections(Component component, Peer peer) noexcept {
+    return open_connections_[static_cast<std::size_t>(component)][static_cast<std::size_t>(peer)];
 }
 
 bool ServiceMetrics::connected(Component component, Peer peer) const noexcept {
-    return open_connections_[static_cast<std::size_t>(component)][static_cast<std::size_t>(peer)]
-               ->value() >= 1;
+    const auto* gauge =
+        open_connections_[static_cast<std::size_t>(component)][static_cast<std::size_t>(peer)];
+    return gauge != nullptr && gauge->value() >= 1;
 }
 
 }  // namespace hourglass::metrics

@@ -7,6 +7,7 @@
 #include <iostream>
 #include <map>
 #include <set>
+#include <thread>
 
 #include "integration/harness.hpp"
 
@@ -275,6 +276,31 @@ TEST_F(TargetExchange, targets_that_are_gone_or_route_nowhere_keep_the_job_in_un
     EXPECT_NE(metrics.find("hourglass_releases_forwarded_total 2\n"), std::string::npos) << metrics;
     EXPECT_NE(metrics.find("hourglass_releases_forwarded_unroutable_total 2\n"), std::string::npos)
         << metrics;
+}
+
+// The cost of forwarding (README): with no instance running at the due time, a targeted job
+// waits durably in the forward queue and reaches its target when an instance starts.
+TEST_F(TargetExchange, a_job_due_while_no_instance_runs_is_forwarded_when_one_starts) {
+    const auto target = user_exchange("later", "topic");
+    Client receiver(amqp_url_);
+    receiver.subscribe(target, "#");
+    auto& first = start_hourglass({"--allow-exchange", allow_user_exchanges()});
+    Client client(amqp_url_);
+    // Due in 5 s: handed to the delay queues (TTL 4 s) about 1 s from now.
+    client.publish(targeted("while-down", 5000, "orders.created", target));
+    ASSERT_TRUE(eventually("SELECT state FROM jobs WHERE id = 'while-down'", "enqueued"));
+    ASSERT_EQ(first.terminate(), 0);
+
+    std::this_thread::sleep_for(5000ms);
+    EXPECT_FALSE(receiver.receive(10ms)) << "nothing forwards it while no instance runs";
+    EXPECT_EQ(client.queue_size(prefix_ + ".delay.forward"), 1u) << "it waits in the forward queue";
+
+    start_hourglass({"--allow-exchange", allow_user_exchanges()});
+    const auto received = receiver.receive(10s);
+    ASSERT_TRUE(received) << "not forwarded after the restart";
+    EXPECT_EQ(string_header(received->message, "x-hourglass-id"), "while-down");
+    EXPECT_EQ(header_of(received->message, "x-hourglass-exchange"), nullptr);
+    EXPECT_TRUE(eventually("SELECT state FROM jobs WHERE id = 'while-down'", "done"));
 }
 
 // Lateness = arrival at a consumer - x-hourglass-due, in microseconds.

@@ -128,10 +128,16 @@ inline constexpr std::string_view kPrometheusContentType =
     "text/plain; version=0.0.4; charset=utf-8";
 
 // The components whose connections are tracked, and their peers.
-enum class Component { ingest, loader, audit };
+enum class Component { ingest, loader, audit, forward };
 enum class Peer { rabbitmq, postgresql };
-inline constexpr std::array kComponents = {Component::ingest, Component::loader, Component::audit};
+inline constexpr std::array kComponents = {Component::ingest, Component::loader, Component::audit,
+                                           Component::forward};
 inline constexpr std::array kPeers = {Peer::rabbitmq, Peer::postgresql};
+// Whether a component connects to a peer at all (the forwarder needs no database): only those
+// pairs have a hourglass_connected series and count for readiness.
+constexpr bool connects(Component component, Peer peer) noexcept {
+    return !(component == Component::forward && peer == Peer::postgresql);
+}
 std::string_view to_string(Component component) noexcept;
 std::string_view to_string(Peer peer) noexcept;
 
@@ -159,6 +165,12 @@ public:
     void set_unconfirmed_publishes(std::size_t publishes) noexcept {
         unconfirmed_publishes_.set(static_cast<double>(publishes));
     }
+    // Forwarder: released runs with a target exchange, published to it (`forwarded`) or, when
+    // it could not route them or was gone, to <prefix>.unroutable (`unroutable`).
+    void count_forwarded(std::size_t releases) noexcept { releases_forwarded_.increment(releases); }
+    void count_forwarded_unroutable(std::size_t releases) noexcept {
+        releases_forwarded_unroutable_.increment(releases);
+    }
     // Audit: releases recorded, with the lateness of each (lateness_ms of SPEC §7).
     void count_releases(std::size_t observed, const std::vector<double>& lateness_ms) noexcept;
     // Refreshed from the hourglass.stats view.
@@ -172,8 +184,9 @@ public:
     bool topology_declared() const noexcept { return topology_declared_.value() >= 1; }
 
     // Open connections of a component to a peer (0 or 1). Connections hold a
-    // ScopedGaugeIncrement on it (amqp::ConnectionOptions, store::StoreOptions).
-    Gauge& open_connections(Component component, Peer peer) noexcept;
+    // ScopedGaugeIncrement on it (amqp::ConnectionOptions, store::StoreOptions). Null for a
+    // pair that does not connect (see connects()).
+    Gauge* open_connections(Component component, Peer peer) noexcept;
     bool connected(Component component, Peer peer) const noexcept;
 
 private:
@@ -186,6 +199,8 @@ private:
     Counter& runs_enqueued_;
     Counter& runs_resent_;
     Counter& releases_observed_;
+    Counter& releases_forwarded_;
+    Counter& releases_forwarded_unroutable_;
     Histogram& release_lateness_seconds_;
     Gauge& jobs_pending_;
     Gauge& jobs_enqueued_;

@@ -40,7 +40,7 @@ void check_reply(amqp_connection_state_t state, const amqp_rpc_reply_t& reply, c
         amqp_send_method(state, channel, AMQP_CHANNEL_CLOSE_OK_METHOD, &close_ok);
         throw ChannelError(std::string(what) + ": channel closed by broker: " +
                                std::to_string(code) + " " + text,
-                           code);
+                           code, channel);
     }
     if (reply.reply.id == AMQP_CONNECTION_CLOSE_METHOD) {
         const auto* close = static_cast<const amqp_connection_close_t*>(reply.reply.decoded);
@@ -316,7 +316,7 @@ std::optional<Event> Connection::next_event(std::chrono::microseconds timeout) {
                   "acknowledging channel close");
             throw ChannelError("channel " + std::to_string(frame.channel) +
                                    " closed by broker: " + std::to_string(code) + " " + text,
-                               code);
+                               code, frame.channel);
         }
         case AMQP_CONNECTION_CLOSE_METHOD: {
             const auto* close = static_cast<amqp_connection_close_t*>(frame.payload.method.decoded);
@@ -328,7 +328,7 @@ std::optional<Event> Connection::next_event(std::chrono::microseconds timeout) {
         }
         case AMQP_BASIC_CANCEL_METHOD:
             // The broker cancelled a consumer (its queue was deleted): treat as a channel loss.
-            throw ChannelError("consumer cancelled by broker", 0);
+            throw ChannelError("consumer cancelled by broker", 0, frame.channel);
         default: return std::nullopt;
     }
 }

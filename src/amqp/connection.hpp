@@ -30,12 +30,15 @@ public:
 // The broker closed a channel (e.g. a declare with different arguments): reopen it.
 class ChannelError : public Error {
 public:
-    ChannelError(const std::string& what, std::uint16_t reply_code)
-        : Error(what), reply_code_(reply_code) {}
+    ChannelError(const std::string& what, std::uint16_t reply_code, std::uint16_t channel = 0)
+        : Error(what), reply_code_(reply_code), channel_(channel) {}
     std::uint16_t reply_code() const noexcept { return reply_code_; }
+    // The channel the broker closed (0 if not known).
+    std::uint16_t channel() const noexcept { return channel_; }
 
 private:
     std::uint16_t reply_code_;
+    std::uint16_t channel_;
 };
 // The connection is lost or was closed by the broker: reconnect.
 class ConnectionError : public Error {

@@ -57,9 +57,11 @@ void attach_metrics(ComponentOptions& options, metrics::Component component,
                     const std::shared_ptr<metrics::ServiceMetrics>& service_metrics) {
     options.metrics = service_metrics;
     options.amqp.open_connections =
-        &service_metrics->open_connections(component, metrics::Peer::rabbitmq);
-    options.store.open_connections =
-        &service_metrics->open_connections(component, metrics::Peer::postgresql);
+        service_metrics->open_connections(component, metrics::Peer::rabbitmq);
+    if constexpr (requires { options.store; }) {
+        options.store.open_connections =
+            service_metrics->open_connections(component, metrics::Peer::postgresql);
+    }
 }
 
 std::string format_optional(const std::optional<double>& value) {
@@ -114,6 +116,8 @@ int run_service(const ServiceOptions& options) {
     attach_metrics(loader_options, metrics::Component::loader, service_metrics);
     attach_metrics(ingest_options, metrics::Component::ingest, service_metrics);
     attach_metrics(audit_options, metrics::Component::audit, service_metrics);
+    auto forwarder_options = options.forwarder();
+    attach_metrics(forwarder_options, metrics::Component::forward, service_metrics);
     const auto topology = options.topology();
     const auto ladder = delay::DelayLadder::for_horizon(loader_options.horizon);
     const auto http_address = options.http_address();
@@ -121,11 +125,14 @@ int run_service(const ServiceOptions& options) {
     std::stop_source stop;
     const StopOnSignal stop_on_signal(stop);
     spdlog::info("hourglass {} starting: amqp {}, postgresql {}, prefix {}, schema {}, horizon {} ms, "
-                 "{} delay queues, queue type {}, audit {}, http {}",
+                 "{} delay queues (twice: untargeted and targeted), queue type {}, audit {}, "
+                 "allowed target exchanges {}, http {}",
                  HOURGLASS_VERSION, amqp::mask_url_password(options.amqp_url),
                  store::mask_pg_url(options.pg_url), options.prefix, options.schema,
                  loader_options.horizon.count(), ladder.ttls().size(), options.queue_type,
-                 options.no_audit ? "off" : "on", http_address ? options.http : "off");
+                 options.no_audit ? "off" : "on",
+                 options.allow_exchange.empty() ? "none" : "/" + options.allow_exchange + "/",
+                 http_address ? options.http : "off");
 
     // Serving /healthz from the start; /readyz says what start-up is still waiting for.
     std::optional<http::HttpServer> http_server;
@@ -163,6 +170,10 @@ int run_service(const ServiceOptions& options) {
     std::jthread ingest_thread([&](std::stop_token) {
         ingest::run_ingest(ingest_options, [&] { loader.wake(); }, stop.get_token());
     });
+    // Runs with an x-hourglass-exchange target, released by the forward ladder.
+    std::jthread forward_thread([&](std::stop_token) {
+        forward::run_forwarder(forwarder_options, stop.get_token());
+    });
     std::jthread audit_thread;
     if (!options.no_audit) {
         audit_thread = std::jthread(
@@ -171,6 +182,7 @@ int run_service(const ServiceOptions& options) {
     spdlog::info("hourglass running");
 
     ingest_thread.join();
+    forward_thread.join();
     audit_thread = {};
     loader_thread.join();
     spdlog::info("hourglass stopped");

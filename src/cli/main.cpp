@@ -72,6 +72,18 @@ void add_service_options(CLI::App& run, ServiceOptions& options) {
         ->envname("HOURGLASS_MAX_DELAY");
     run.add_option("--max-body", options.max_body, "Largest accepted body in bytes")
         ->envname("HOURGLASS_MAX_BODY");
+    run.add_option("--allow-exchange", options.allow_exchange,
+                   "Regular expression of the exchanges x-hourglass-exchange may name (whole "
+                   "name; default: none but <prefix>.out)")
+        ->envname("HOURGLASS_ALLOW_EXCHANGE")
+        ->check([](const std::string& expression) {
+            try {
+                hourglass::cli::compile_allow_exchange(expression);
+                return std::string{};
+            } catch (const std::invalid_argument& error) {
+                return std::string(error.what());
+            }
+        });
     run.add_option("--queue-type", options.queue_type, "classic or quorum")
         ->envname("HOURGLASS_QUEUE_TYPE")
         ->check(CLI::IsMember({"classic", "quorum"}));

@@ -30,6 +30,17 @@ Milliseconds parse_duration(const std::string& text) {
     throw std::invalid_argument("'" + text + "' has an unknown unit (use ms, s, m, h or d)");
 }
 
+std::optional<std::regex> compile_allow_exchange(const std::string& expression) {
+    if (expression.empty()) return std::nullopt;
+    try {
+        // regex_match in the parser: the expression must match the whole exchange name.
+        return std::regex(expression, std::regex::ECMAScript);
+    } catch (const std::regex_error& error) {
+        throw std::invalid_argument("--allow-exchange '" + expression +
+                                    "' is not a valid regular expression: " + error.what());
+    }
+}
+
 amqp::ConnectionOptions ServiceOptions::amqp() const {
     amqp::ConnectionOptions options;
     options.url = amqp_url;
@@ -55,6 +66,7 @@ ingest::IngestOptions ServiceOptions::ingest() const {
     options.limits.max_body_bytes = max_body;
     options.limits.max_delay = parse_duration(max_delay);
     options.limits.output_exchange = options.names.output;
+    options.limits.allow_exchange = compile_allow_exchange(allow_exchange);
     options.limits.first_cron_run = cron::first_run;
     options.horizon = parse_duration(horizon);
     return options;
@@ -92,6 +104,14 @@ audit::AuditOptions ServiceOptions::audit() const {
     options.amqp = amqp();
     options.store = store();
     options.names = delay::TopologyNames(prefix);
+    return options;
+}
+
+forward::ForwarderOptions ServiceOptions::forwarder() const {
+    forward::ForwarderOptions options;
+    options.amqp = amqp();
+    options.names = delay::TopologyNames(prefix);
+    options.audit = !no_audit;
     return options;
 }
 

@@ -3,10 +3,13 @@
 // README.md ("Settings").
 #pragma once
 
+#include <optional>
+#include <regex>
 #include <string>
 
 #include "audit/audit_consumer.hpp"
 #include "delay/topology.hpp"
+#include "forward/forwarder.hpp"
 #include "hourglass/command.hpp"
 #include "http/http_server.hpp"
 #include "ingest/ingest.hpp"
@@ -27,6 +30,9 @@ struct ServiceOptions {
     std::string max_delay = "3650d";
     std::size_t max_body = 1024 * 1024;
     bool no_audit = false;
+    // ECMAScript regular expression an x-hourglass-exchange target must match as a whole;
+    // empty: no exchange other than <prefix>.out is allowed (SPEC §3.1).
+    std::string allow_exchange;
     std::string log_level = "info";
     std::string log_format = "text";
     std::string http = "127.0.0.1:9464";  // "" or "off": no HTTP endpoint
@@ -35,6 +41,7 @@ struct ServiceOptions {
     ingest::IngestOptions ingest() const;
     loader::LoaderOptions loader() const;
     audit::AuditOptions audit() const;
+    forward::ForwarderOptions forwarder() const;
     amqp::ConnectionOptions amqp() const;
     store::StoreOptions store() const;
     delay::TopologyOptions topology() const;
@@ -43,6 +50,10 @@ struct ServiceOptions {
     // The passwords in the connection strings, kept out of every log line.
     std::vector<std::string> secrets() const;
 };
+
+// The --allow-exchange expression, compiled; nothing when empty. Throws std::invalid_argument
+// naming the expression and what is wrong with it.
+std::optional<std::regex> compile_allow_exchange(const std::string& expression);
 
 // "250ms", "60s", "5m", "2h", "7d", or a plain number of milliseconds. Throws
 // std::invalid_argument with a message naming the value.

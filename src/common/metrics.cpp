@@ -242,6 +242,8 @@ std::string_view to_string(Component component) noexcept {
             return "loader";
         case Component::audit:
             return "audit";
+        case Component::forward:
+            return "forward";
     }
     return "unknown";
 }
@@ -315,6 +317,7 @@ Table add_connection_gauges(Registry& registry) {
     Table gauges{};
     for (const auto component : kComponents) {
         for (const auto peer : kPeers) {
+            if (!connects(component, peer)) continue;
             gauges[static_cast<std::size_t>(component)][static_cast<std::size_t>(peer)] =
                 &registry.add_gauge("hourglass_connected",
                                     "Open connections of each component to RabbitMQ and "
@@ -348,6 +351,14 @@ ServiceMetrics::ServiceMetrics()
           "Runs published again because their release was not observed (see --resend-after).")),
       releases_observed_(registry_.add_counter("hourglass_releases_observed_total",
                                                "Releases observed by the audit consumer.")),
+      releases_forwarded_(registry_.add_counter(
+          "hourglass_releases_forwarded_total",
+          "Released runs with a target exchange (x-hourglass-exchange) published to it and "
+          "confirmed.")),
+      releases_forwarded_unroutable_(registry_.add_counter(
+          "hourglass_releases_forwarded_unroutable_total",
+          "Released runs with a target exchange that could not route them or no longer existed, "
+          "published to <prefix>.unroutable instead.")),
       // Seconds, Prometheus's base unit; the buckets span 1 ms to 1 s.
       release_lateness_seconds_(registry_.add_histogram(
           "hourglass_release_lateness_seconds",
@@ -405,13 +416,14 @@ void ServiceMetrics::set_oldest_pending_lag_ms(std::int64_t lag_ms) noexcept {
     oldest_pending_lag_seconds_.set(static_cast<double>(lag_ms) / 1000.0);
 }
 
-Gauge& ServiceMetrics::open_connections(Component component, Peer peer) noexcept {
-    return *open_connections_[static_cast<std::size_t>(component)][static_cast<std::size_t>(peer)];
+Gauge* ServiceMetrics::open_connections(Component component, Peer peer) noexcept {
+    return open_connections_[static_cast<std::size_t>(component)][static_cast<std::size_t>(peer)];
 }
 
 bool ServiceMetrics::connected(Component component, Peer peer) const noexcept {
-    return open_connections_[static_cast<std::size_t>(component)][static_cast<std::size_t>(peer)]
-               ->value() >= 1;
+    const auto* gauge =
+        open_connections_[static_cast<std::size_t>(component)][static_cast<std::size_t>(peer)];
+    return gauge != nullptr && gauge->value() >= 1;
 }
 
 }  // namespace hourglass::metrics

@@ -13,10 +13,15 @@ TopologyNames::TopologyNames(std::string prefix_)
       unroutable(prefix + ".unroutable"),
       rejected(prefix + ".rejected"),
       release(prefix + ".delay.release"),
-      audit(prefix + ".delay.audit") {}
+      audit(prefix + ".delay.audit"),
+      forward(prefix + ".delay.forward") {}
 
 std::string TopologyNames::delay(Milliseconds ttl) const {
     return prefix + ".delay." + std::to_string(ttl.count());
+}
+
+std::string TopologyNames::forward_delay(Milliseconds ttl) const {
+    return forward + "." + std::to_string(ttl.count());
 }
 
 DelayLadder::DelayLadder(Milliseconds horizon, Milliseconds step) : step_(step) {
@@ -59,6 +64,29 @@ amqp::Arguments queue_arguments(QueueType type) {
     return arguments;
 }
 
+// One TTL queue per rung, each behind its own fanout exchange, dead-lettering into
+// `dead_letter_exchange`.
+template <typename NameOf>
+void declare_ladder(amqp::Connection& connection, std::uint16_t channel, QueueType queue_type,
+                    const DelayLadder& ladder, NameOf name_of,
+                    const std::string& dead_letter_exchange) {
+    for (const auto ttl : ladder.ttls()) {
+        const auto name = name_of(ttl);
+        auto arguments = queue_arguments(queue_type);
+        arguments.emplace_back("x-message-ttl", static_cast<std::int64_t>(ttl.count()));
+        arguments.emplace_back("x-dead-letter-exchange", dead_letter_exchange);
+        if (queue_type == QueueType::quorum) {
+            // Quorum queues dead-letter at most once unless asked; at-least-once needs
+            // reject-publish overflow (RabbitMQ 3.10+).
+            arguments.emplace_back("x-dead-letter-strategy", std::string("at-least-once"));
+            arguments.emplace_back("x-overflow", std::string("reject-publish"));
+        }
+        connection.declare_exchange(channel, name, "fanout");
+        connection.declare_queue(channel, name, arguments);
+        connection.bind_queue(channel, name, name, "");
+    }
+}
+
 }  // namespace
 
 void declare_topology(amqp::Connection& connection, std::uint16_t channel,
@@ -88,21 +116,15 @@ void declare_topology(amqp::Connection& connection, std::uint16_t channel,
         connection.bind_queue(channel, names.audit, names.release, "");
     }
 
-    for (const auto ttl : ladder.ttls()) {
-        const auto name = names.delay(ttl);
-        auto arguments = queue_arguments(options.queue_type);
-        arguments.emplace_back("x-message-ttl", static_cast<std::int64_t>(ttl.count()));
-        arguments.emplace_back("x-dead-letter-exchange", names.release);
-        if (options.queue_type == QueueType::quorum) {
-            // Quorum queues dead-letter at most once unless asked; at-least-once needs
-            // reject-publish overflow (RabbitMQ 3.10+).
-            arguments.emplace_back("x-dead-letter-strategy", std::string("at-least-once"));
-            arguments.emplace_back("x-overflow", std::string("reject-publish"));
-        }
-        connection.declare_exchange(channel, name, "fanout");
-        connection.declare_queue(channel, name, arguments);
-        connection.bind_queue(channel, name, name, "");
-    }
+    declare_ladder(connection, channel, options.queue_type, ladder,
+                   [&](Milliseconds ttl) { return names.delay(ttl); }, names.release);
+
+    // Targeted runs: their own ladder, released to the forward queue (see the header).
+    connection.declare_exchange(channel, names.forward, "fanout");
+    connection.declare_queue(channel, names.forward, plain_queue);
+    connection.bind_queue(channel, names.forward, names.forward, "");
+    declare_ladder(connection, channel, options.queue_type, ladder,
+                   [&](Milliseconds ttl) { return names.forward_delay(ttl); }, names.forward);
 }
 
 }  // namespace hourglass::delay

@@ -8,6 +8,11 @@
 // after publishing. All delay queues dead-letter into the release fanout exchange, which feeds
 // the output exchange (exchange-to-exchange binding) and the audit queue; the audit copy is
 // therefore not a binding of the output exchange, whose alternate exchange still fires.
+//
+// Runs with a target exchange (x-hourglass-exchange, SPEC §3.1) take a second ladder with the
+// same TTLs, which dead-letters into the forward fanout exchange and its queue instead; the
+// forwarder (src/forward/) publishes each to its target. The untargeted path is unchanged, and
+// the number of queues stays fixed: twice the ladder, plus the forward queue.
 #pragma once
 
 #include <cstdint>
@@ -33,7 +38,10 @@ struct TopologyNames {
     std::string rejected;    // exchange and queue hourglass.rejected
     std::string release;     // fanout exchange the delay queues dead-letter into
     std::string audit;       // queue receiving a copy of every release
+    std::string forward;     // fanout exchange and queue of released runs with a target exchange
     std::string delay(Milliseconds ttl) const;  // exchange and queue of one TTL
+    // Exchange and queue of one TTL for runs with a target exchange.
+    std::string forward_delay(Milliseconds ttl) const;
 };
 
 // Which TTL queue a run goes to, and when it must be published.

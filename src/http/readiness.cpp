@@ -14,6 +14,7 @@ std::optional<std::string> readiness_problem(const metrics::ServiceMetrics& metr
     for (const auto component : metrics::kComponents) {
         if (component == metrics::Component::audit && !audit_enabled) continue;
         for (const auto peer : metrics::kPeers) {
+            if (!metrics::connects(component, peer)) continue;
             if (metrics.connected(component, peer)) continue;
             disconnected += (disconnected.empty() ? "" : ", ") +
                             std::string(metrics::to_string(component)) + " to " +

@@ -174,8 +174,8 @@ void Loader::finish_claims(store::JobStore& store) {
 }
 
 Message Loader::release_message(const ClaimedRun& run, TimePoint now) const {
+    const auto ttl = ladder_.ttl_for(run.due_at, now);
     Message message;
-    message.exchange = options_.topology.names.delay(ladder_.ttl_for(run.due_at, now));
     message.routing_key = run.routing_key;
     message.body = run.body;
     message.properties = run.properties;
@@ -183,6 +183,13 @@ Message Loader::release_message(const ClaimedRun& run, TimePoint now) const {
     set_header(message.properties, std::string(header::kId), run.id);
     set_header(message.properties, std::string(header::kDue), format_rfc3339_ms(run.due_at));
     set_header(message.properties, std::string(header::kRun), static_cast<std::int64_t>(run.run));
+    if (run.exchange.empty()) {
+        message.exchange = options_.topology.names.delay(ttl);
+    } else {
+        // The forwarder reads the target from this header and removes it before the release.
+        message.exchange = options_.topology.names.forward_delay(ttl);
+        set_header(message.properties, std::string(header::kExchange), run.exchange);
+    }
     return message;
 }
 

@@ -157,6 +157,27 @@ TEST(ServiceOptions, audit_and_topology_use_the_prefix) {
     EXPECT_FALSE(options.topology().audit);
 }
 
+TEST(ServiceOptions, allow_exchange_matches_whole_names_only) {
+    ServiceOptions options;
+    options.allow_exchange = "legacy\\.[a-z]+";
+    const auto allow = options.ingest().limits.allow_exchange;
+    ASSERT_TRUE(allow.has_value());
+    EXPECT_TRUE(std::regex_match("legacy.orders", *allow));
+    EXPECT_FALSE(std::regex_match("legacy.orders.x1", *allow)) << "a prefix match is not enough";
+    EXPECT_FALSE(std::regex_match("my.legacy.orders", *allow));
+}
+
+TEST(ServiceOptions, invalid_allow_exchange_is_an_error_naming_it) {
+    ServiceOptions options;
+    options.allow_exchange = "legacy.(";
+    try {
+        options.ingest();
+        ADD_FAILURE() << "an invalid expression was accepted";
+    } catch (const std::invalid_argument& error) {
+        EXPECT_THAT(error.what(), HasSubstr("--allow-exchange 'legacy.('"));
+    }
+}
+
 TEST(ServiceOptions, bad_durations_surface_as_invalid_argument) {
     ServiceOptions options;
     options.horizon = "soon";

@@ -208,6 +208,8 @@ TEST(TopologyNames, default_prefix_gives_the_spec_names) {
     EXPECT_EQ(names.audit, "hourglass.delay.audit");
     EXPECT_EQ(names.delay(Milliseconds{0}), "hourglass.delay.0");
     EXPECT_EQ(names.delay(Milliseconds{60000}), "hourglass.delay.60000");
+    EXPECT_EQ(names.forward, "hourglass.delay.forward");
+    EXPECT_EQ(names.forward_delay(Milliseconds{2000}), "hourglass.delay.forward.2000");
 }
 
 TEST(TopologyNames, custom_prefix_replaces_hourglass_everywhere) {
@@ -230,6 +232,10 @@ TEST(TopologyNames, delay_queue_names_are_distinct_for_every_rung) {
     EXPECT_EQ(seen.size(), ladder.ttls().size());
     EXPECT_EQ(seen.count(names.release), 0u);
     EXPECT_EQ(seen.count(names.audit), 0u);
+    // The targeted ladder has as many rungs, and no name in common with anything else.
+    for (const auto ttl : ladder.ttls()) seen.insert(names.forward_delay(ttl));
+    EXPECT_EQ(seen.size(), 2 * ladder.ttls().size());
+    EXPECT_EQ(seen.count(names.forward), 0u);
 }
 
 }  // namespace

@@ -232,7 +232,7 @@ TEST(ServiceMetrics, connections_are_tracked_per_component_and_peer) {
     EXPECT_FALSE(metrics.connected(Component::loader, Peer::rabbitmq));
     {
         const ScopedGaugeIncrement open(
-            &metrics.open_connections(Component::loader, Peer::rabbitmq));
+            metrics.open_connections(Component::loader, Peer::rabbitmq));
         EXPECT_TRUE(metrics.connected(Component::loader, Peer::rabbitmq));
         EXPECT_FALSE(metrics.connected(Component::loader, Peer::postgresql));
         EXPECT_FALSE(metrics.connected(Component::ingest, Peer::rabbitmq));
@@ -245,6 +245,18 @@ TEST(ServiceMetrics, connections_are_tracked_per_component_and_peer) {
             0);
     }
     EXPECT_FALSE(metrics.connected(Component::loader, Peer::rabbitmq));
+}
+
+TEST(ServiceMetrics, the_forwarder_has_a_broker_connection_series_only) {
+    ServiceMetrics metrics;
+    EXPECT_EQ(metrics.open_connections(Component::forward, Peer::postgresql), nullptr);
+    EXPECT_FALSE(metrics.connected(Component::forward, Peer::postgresql));
+    const ScopedGaugeIncrement open(metrics.open_connections(Component::forward, Peer::rabbitmq));
+    const auto text = metrics.registry().render_prometheus();
+    const auto parsed = prom::parse(text);
+    EXPECT_EQ(parsed.value("hourglass_connected", {{"component", "forward"}, {"peer", "rabbitmq"}}),
+              1);
+    EXPECT_EQ(text.find("component=\"forward\",peer=\"postgresql\""), std::string::npos);
 }
 
 }  // namespace

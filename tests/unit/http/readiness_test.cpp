@@ -19,12 +19,14 @@ using ::testing::Not;
 class ReadinessTest : public ::testing::Test {
 protected:
     void connect(Component component, Peer peer) {
-        open_.emplace_back(&metrics_.open_connections(component, peer));
+        open_.emplace_back(metrics_.open_connections(component, peer));
     }
     void connect_all(bool audit = true) {
         for (const auto component : metrics::kComponents) {
             if (component == Component::audit && !audit) continue;
-            for (const auto peer : metrics::kPeers) connect(component, peer);
+            for (const auto peer : metrics::kPeers) {
+                if (metrics::connects(component, peer)) connect(component, peer);
+            }
         }
     }
     void start_up() {
@@ -57,9 +59,21 @@ TEST_F(ReadinessTest, a_lost_broker_connection_names_the_component_and_peer) {
     connect(Component::loader, Peer::postgresql);
     connect(Component::audit, Peer::rabbitmq);
     connect(Component::audit, Peer::postgresql);
+    connect(Component::forward, Peer::rabbitmq);
     const auto problem = readiness_problem(metrics_, true);
     ASSERT_TRUE(problem);
     EXPECT_EQ(*problem, "not ready: not connected: ingest to rabbitmq");
+}
+
+TEST_F(ReadinessTest, the_forwarder_needs_the_broker_only) {
+    start_up();
+    for (const auto component : {Component::ingest, Component::loader, Component::audit}) {
+        for (const auto peer : metrics::kPeers) connect(component, peer);
+    }
+    EXPECT_EQ(readiness_problem(metrics_, true),
+              std::optional<std::string>("not ready: not connected: forward to rabbitmq"));
+    connect(Component::forward, Peer::rabbitmq);
+    EXPECT_EQ(readiness_problem(metrics_, true), std::nullopt);
 }
 
 TEST_F(ReadinessTest, audit_is_not_required_when_turned_off) {

@@ -1,0 +1,286 @@
+#include "forward/forwarder.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <deque>
+#include <map>
+#include <vector>
+
+#include "common/retry.hpp"
+#include "hourglass/command.hpp"
+
+namespace hourglass::forward {
+
+namespace {
+constexpr std::uint16_t kConsumeChannel = 1;
+constexpr std::uint16_t kPublishChannel = 2;
+constexpr auto kPoll = std::chrono::microseconds{100000};
+constexpr auto kShutdownConfirmWait = std::chrono::seconds{5};
+// The publish channel closed this often with no confirm in between: something other than one
+// bad target is wrong (say <prefix>.unroutable was deleted), so reconnect with backoff.
+constexpr int kMaxChannelClosesInARow = 10;
+
+// Where one publish of a forwarded run goes.
+enum class Destination { target, unroutable, audit };
+
+// One forward delivery, held until every publish it caused is confirmed.
+struct InHand {
+    Message release;              // as published to the target (exchange = target)
+    std::string problem;          // why it is not forwarded to its target, if so
+    int unconfirmed = 0;          // publishes not yet confirmed
+    bool awaiting_probe = false;  // its target publish waits in the suspects queue
+    bool returned = false;        // the target returned it: no route
+};
+
+std::string header_text(const Message& message, std::string_view name) {
+    const auto* value = find_header(message.properties, name);
+    const auto* text = value ? std::get_if<std::string>(&value->value) : nullptr;
+    return text ? *text : std::string("?");
+}
+
+class ForwardSession {
+public:
+    explicit ForwardSession(const ForwarderOptions& options)
+        : options_(options), connection_(connection_options(options)) {
+        connection_.open_channel(kConsumeChannel);
+        connection_.open_channel(kPublishChannel);
+        connection_.enable_confirms(kPublishChannel);
+        connection_.set_prefetch(kConsumeChannel, options.prefetch);
+        connection_.consume(kConsumeChannel, options.names.forward);
+        spdlog::info("forward: consuming {}", options.names.forward);
+    }
+
+    void run(std::stop_token stop) {
+        std::optional<std::chrono::steady_clock::time_point> stop_deadline;
+        while (true) {
+            if (stop.stop_requested()) {
+                // Finish what is in hand; deliveries not taken are requeued when we disconnect.
+                if (!stop_deadline) stop_deadline = std::chrono::steady_clock::now() + kShutdownConfirmWait;
+                if (in_hand_.empty() || std::chrono::steady_clock::now() > *stop_deadline) break;
+            }
+            try {
+                if (auto event = connection_.next_event(kPoll)) handle(std::move(*event), stop);
+            } catch (const amqp::ChannelError& error) {
+                if (error.channel() != kPublishChannel) throw;
+                recover(error);
+            }
+            publish_next_suspect();
+        }
+        if (!in_hand_.empty()) {
+            spdlog::warn("forward: {} releases unconfirmed at shutdown; they will be forwarded again",
+                         in_hand_.size());
+        }
+    }
+
+private:
+    static amqp::ConnectionOptions connection_options(const ForwarderOptions& options) {
+        auto result = options.amqp;
+        result.connection_name = "hourglass forward";
+        return result;
+    }
+
+    void handle(amqp::Event&& event, std::stop_token stop) {
+        if (auto* delivery = std::get_if<amqp::Delivery>(&event)) {
+            if (!stop.stop_requested()) take(std::move(*delivery));
+        } else if (const auto* confirm = std::get_if<amqp::Confirm>(&event)) {
+            settle(*confirm);
+        } else if (const auto* returned = std::get_if<amqp::Returned>(&event)) {
+            on_returned(*returned);
+        }
+    }
+
+    void take(amqp::Delivery&& delivery) {
+        const auto tag = delivery.delivery_tag;
+        InHand item;
+        auto targeted = targeted_release(delivery.message);
+        if (targeted) {
+            item.release = std::move(targeted->message);
+        } else {
+            item.release = std::move(delivery.message);
+            item.problem = "it has no x-hourglass-exchange header naming a target";
+        }
+        auto& held = in_hand_.emplace(tag, std::move(item)).first->second;
+        if (!held.problem.empty()) {
+            send_to_unroutable(tag);
+        } else if (probe_ || !suspects_.empty()) {
+            // While a refused publish is being tracked down, targets are tried one at a time.
+            held.awaiting_probe = true;
+            suspects_.push_back(tag);
+        } else {
+            publish(tag, Destination::target);
+        }
+        if (options_.audit) publish(tag, Destination::audit);
+    }
+
+    std::uint64_t publish(std::uint64_t tag, Destination destination) {
+        auto& item = in_hand_.at(tag);
+        std::uint64_t sequence = 0;
+        switch (destination) {
+            case Destination::target:
+                // Mandatory: a target that routes it nowhere returns it (then: unroutable).
+                sequence = connection_.publish(kPublishChannel, item.release, /*mandatory=*/true);
+                break;
+            case Destination::unroutable: {
+                Message message = item.release;
+                message.exchange = options_.names.unroutable;
+                sequence = connection_.publish(kPublishChannel, message);
+                break;
+            }
+            case Destination::audit: {
+                // The audit reads only the x-hourglass-* headers.
+                Message copy;
+                copy.exchange = "";  // the default exchange routes to the queue named by the key
+                copy.routing_key = options_.names.audit;
+                copy.properties.headers = item.release.properties.headers;
+                sequence = connection_.publish(kPublishChannel, copy);
+                break;
+            }
+        }
+        ++item.unconfirmed;
+        unconfirmed_.emplace(sequence, std::pair{tag, destination});
+        return sequence;
+    }
+
+    void send_to_unroutable(std::uint64_t tag) {
+        const auto& item = in_hand_.at(tag);
+        spdlog::warn("forward: job '{}' due {} goes to {}: {}", header_text(item.release, header::kId),
+                     header_text(item.release, header::kDue), options_.names.unroutable,
+                     item.problem);
+        publish(tag, Destination::unroutable);
+    }
+
+    void publish_next_suspect() {
+        if (probe_ || suspects_.empty()) return;
+        const auto tag = suspects_.front();
+        suspects_.pop_front();
+        in_hand_.at(tag).awaiting_probe = false;
+        probe_ = publish(tag, Destination::target);
+    }
+
+    void settle(const amqp::Confirm& confirm) {
+        const auto first = confirm.multiple ? unconfirmed_.begin()
+                                            : unconfirmed_.lower_bound(confirm.delivery_tag);
+        const auto last = unconfirmed_.upper_bound(confirm.delivery_tag);
+        const std::vector<std::pair<std::uint64_t, std::pair<std::uint64_t, Destination>>> settled(
+            first, last);
+        unconfirmed_.erase(first, last);
+        if (!confirm.ack) {
+            // Rare (e.g. a queue of the target refuses with reject-publish): start over with
+            // backoff; the unacked forward deliveries are delivered again.
+            throw amqp::ConnectionError("forward: the broker refused (basic.nack) " +
+                                        std::to_string(settled.size()) + " publishes");
+        }
+        closes_in_a_row_ = 0;
+        for (const auto& [sequence, entry] : settled) {
+            const auto [tag, destination] = entry;
+            if (probe_ == sequence) probe_.reset();
+            auto& item = in_hand_.at(tag);
+            --item.unconfirmed;
+            if (destination == Destination::target) {
+                if (item.returned) {
+                    send_to_unroutable(tag);
+                } else {
+                    options_.metrics->count_forwarded(1);
+                }
+            } else if (destination == Destination::unroutable) {
+                options_.metrics->count_forwarded_unroutable(1);
+            }
+            if (item.unconfirmed == 0 && !item.awaiting_probe) {
+                connection_.ack(kConsumeChannel, tag);
+                in_hand_.erase(tag);
+            }
+        }
+    }
+
+    // A return precedes the confirm of the same publish; publishes are processed in order, so
+    // it belongs to the oldest unconfirmed target publish of that job and run not yet returned.
+    void on_returned(const amqp::Returned& returned) {
+        const auto* id = find_header(returned.message.properties, header::kId);
+        const auto* run = find_header(returned.message.properties, header::kRun);
+        for (const auto& [sequence, entry] : unconfirmed_) {
+            const auto [tag, destination] = entry;
+            auto& item = in_hand_.at(tag);
+            if (destination != Destination::target || item.returned) continue;
+            const auto* item_id = find_header(item.release.properties, header::kId);
+            const auto* item_run = find_header(item.release.properties, header::kRun);
+            if (id == nullptr || item_id == nullptr || *id != *item_id) continue;
+            if ((run == nullptr) != (item_run == nullptr) || (run && *run != *item_run)) continue;
+            item.returned = true;
+            item.problem = "exchange '" + item.release.exchange + "' routed it to no queue (" +
+                           std::to_string(returned.reply_code) +
+                           " NO_ROUTE, and it has no alternate exchange)";
+            return;
+        }
+        spdlog::warn("forward: a returned message matches no publish in flight (job '{}')",
+                     header_text(returned.message, header::kId));
+    }
+
+    // The broker closed the publish channel: a target exchange is gone (404) or refuses
+    // publishes (403). Every unconfirmed publish on it is lost. Those to hourglass's own
+    // exchanges are published again; lost target publishes are tried again one at a time, so
+    // that the one the broker refuses is known and goes to <prefix>.unroutable.
+    void recover(const amqp::ChannelError& error) {
+        if (++closes_in_a_row_ > kMaxChannelClosesInARow) {
+            throw amqp::ConnectionError(std::string("forward: publish channel keeps closing: ") +
+                                        error.what());
+        }
+        connection_.open_channel(kPublishChannel);
+        connection_.enable_confirms(kPublishChannel);
+        const auto lost = std::move(unconfirmed_);
+        unconfirmed_.clear();
+        const auto refused = probe_;
+        probe_.reset();
+        std::deque<std::uint64_t> retry;
+        for (const auto& [sequence, entry] : lost) {
+            const auto [tag, destination] = entry;
+            auto& item = in_hand_.at(tag);
+            --item.unconfirmed;
+            if (destination != Destination::target) {
+                publish(tag, destination);
+            } else if (sequence == refused) {
+                item.problem = "exchange '" + item.release.exchange +
+                               "' refused it: " + error.what();
+                send_to_unroutable(tag);
+            } else {
+                item.returned = false;
+                item.awaiting_probe = true;
+                retry.push_back(tag);
+            }
+        }
+        suspects_.insert(suspects_.begin(), retry.begin(), retry.end());
+        if (!refused) {
+            spdlog::info("forward: publish channel closed ({}); trying {} targets one at a time",
+                         error.what(), suspects_.size());
+        }
+    }
+
+    const ForwarderOptions& options_;
+    amqp::Connection connection_;
+    std::map<std::uint64_t, InHand> in_hand_;  // by delivery tag on the forward queue
+    // By publish sequence number: the delivery tag and destination of each unconfirmed publish.
+    std::map<std::uint64_t, std::pair<std::uint64_t, Destination>> unconfirmed_;
+    std::deque<std::uint64_t> suspects_;  // delivery tags whose target publish is to be probed
+    std::optional<std::uint64_t> probe_;  // sequence of the one suspect publish in flight
+    int closes_in_a_row_ = 0;
+};
+
+}  // namespace
+
+std::optional<TargetedRelease> targeted_release(const Message& forwarded) {
+    const auto* value = find_header(forwarded.properties, header::kExchange);
+    const auto* target = value ? std::get_if<std::string>(&value->value) : nullptr;
+    if (target == nullptr || target->empty()) return std::nullopt;
+    TargetedRelease release{*target, forwarded};
+    release.message.exchange = *target;
+    remove_header(release.message.properties, header::kExchange);
+    return release;
+}
+
+void run_forwarder(const ForwarderOptions& options, std::stop_token stop) {
+    run_with_reconnect("forward", stop, [&] {
+        ForwardSession session(options);
+        session.run(stop);
+    });
+}
+
+}  // namespace hourglass::forward

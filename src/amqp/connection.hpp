@@ -49,6 +49,8 @@ struct ConnectionOptions {
     std::chrono::seconds heartbeat{30};
     std::chrono::milliseconds connect_timeout{5000};
     std::string ca_cert_file;  // amqps: CA bundle to verify the broker (empty: system default)
+    std::string client_cert_file;  // amqps: optional client certificate (PEM), with its key
+    std::string client_key_file;
     int frame_max = 131072;
     // Counts this connection while it is open (hourglass_connected, /readyz); may be null.
     metrics::Gauge* open_connections = nullptr;

@@ -34,6 +34,8 @@ amqp::ConnectionOptions ServiceOptions::amqp() const {
     amqp::ConnectionOptions options;
     options.url = amqp_url;
     options.ca_cert_file = amqp_ca_cert;
+    options.client_cert_file = amqp_cert;
+    options.client_key_file = amqp_key;
     return options;
 }
 

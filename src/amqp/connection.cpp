@@ -6,6 +6,7 @@
 #include <openssl/x509.h>
 #include <sys/time.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "amqp/field_table.hpp"
@@ -118,12 +119,47 @@ void Connection::StateDeleter::operator()(amqp_connection_state_t_* state) const
     amqp_destroy_connection(state);
 }
 
+std::vector<std::string> split_urls(const std::string& urls) {
+    std::vector<std::string> out;
+    std::size_t at = 0;
+    while ((at = urls.find_first_not_of(" \t\n", at)) != std::string::npos) {
+        const auto end = urls.find_first_of(" \t\n", at);
+        out.push_back(urls.substr(at, end == std::string::npos ? std::string::npos : end - at));
+        at = end;
+    }
+    // A list only if every part is a URL: a password with a space in it (invalid, but typed by
+    // people) keeps its URL whole, so it is still masked and reported as one.
+    const bool list = out.size() > 1 && std::all_of(out.begin(), out.end(), [](const auto& part) {
+        return part.starts_with("amqp://") || part.starts_with("amqps://");
+    });
+    if (!list) return {urls};
+    return out;
+}
+
 Connection::Connection(const ConnectionOptions& options) {
-    std::string url = options.url;  // amqp_parse_url writes into its buffer
+    const auto urls = split_urls(options.url);
+    std::string errors;
+    for (const auto& url : urls) {
+        try {
+            open(url, options);
+            counted_open_ = metrics::ScopedGaugeIncrement(options.open_connections);
+            return;
+        } catch (const ConnectionError& error) {
+            state_.reset();
+            if (urls.size() == 1) throw;
+            errors += (errors.empty() ? "" : "; ") + std::string(error.what());
+        }
+    }
+    throw ConnectionError("cannot connect to any of the " + std::to_string(urls.size()) +
+                          " RabbitMQ URLs: " + errors);
+}
+
+void Connection::open(const std::string& one_url, const ConnectionOptions& options) {
+    std::string url = one_url;  // amqp_parse_url writes into its buffer
     amqp_connection_info info{};
     amqp_default_connection_info(&info);
     if (amqp_parse_url(url.data(), &info) != AMQP_STATUS_OK) {
-        throw ConnectionError("invalid AMQP URL '" + mask_url_password(options.url) +
+        throw ConnectionError("invalid AMQP URL '" + mask_url_password(one_url) +
                               "' (expected amqp://user:password@host:port/vhost)");
     }
     // Settings that cannot work are refused before anything is created.
@@ -183,7 +219,6 @@ Connection::Connection(const ConnectionOptions& options) {
                               info.user + "' (wrong credentials or vhost '" + info.vhost + "')");
     }
     check_reply(state, login, "logging in to RabbitMQ");
-    counted_open_ = metrics::ScopedGaugeIncrement(options.open_connections);
 }
 
 Connection::~Connection() noexcept = default;
@@ -393,6 +428,12 @@ bool Connection::has_buffered_data() const noexcept {
     return amqp_frames_enqueued(state_.get()) || amqp_data_in_buffer(state_.get());
 }
 
-std::string mask_url_password(const std::string& url) { return mask_secrets(url); }
+std::string mask_url_password(const std::string& url) {
+    const auto urls = split_urls(url);
+    if (urls.size() == 1) return mask_secrets(url);
+    std::string out;
+    for (const auto& one : urls) out += (out.empty() ? "" : " ") + mask_secrets(one);
+    return out;
+}
 
 }  // namespace hourglass::amqp

@@ -44,7 +44,9 @@ public:
 };
 
 struct ConnectionOptions {
-    std::string url;  // amqp://user:pass@host:port/vhost or amqps://
+    // amqp://user:pass@host:port/vhost or amqps://; several URLs separated by white space (e.g.
+    // the nodes of a cluster) are tried in turn, first to last, at every connection attempt.
+    std::string url;
     std::string connection_name = "hourglass";
     std::chrono::seconds heartbeat{30};
     std::chrono::milliseconds connect_timeout{5000};
@@ -83,7 +85,8 @@ using Event = std::variant<Delivery, Confirm, Returned>;
 
 class Connection {
 public:
-    // Opens the socket, logs in and opens nothing else. Throws ConnectionError.
+    // Opens the socket, logs in and opens nothing else; with several URLs, the first that
+    // works. Throws ConnectionError.
     explicit Connection(const ConnectionOptions& options);
     ~Connection() noexcept;
     Connection(const Connection&) = delete;
@@ -133,6 +136,7 @@ public:
     bool has_buffered_data() const noexcept;
 
 private:
+    void open(const std::string& url, const ConnectionOptions& options);
     struct StateDeleter {
         void operator()(amqp_connection_state_t_* state) const noexcept;
     };
@@ -142,7 +146,11 @@ private:
     metrics::ScopedGaugeIncrement counted_open_;  // set once logged in
 };
 
-// The URL with its password replaced by "***", for logs (SPEC §8: secrets are never logged).
+// The URL (or each URL of a list) with its password replaced by "***", for logs (SPEC §8:
+// secrets are never logged).
 std::string mask_url_password(const std::string& url);
+// The URLs of a white-space separated list of amqp:// or amqps:// URLs; anything else is one
+// URL (the text as it is).
+std::vector<std::string> split_urls(const std::string& urls);
 
 }  // namespace hourglass::amqp

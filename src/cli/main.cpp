@@ -35,7 +35,8 @@ void add_common_options(CLI::App& command, ServiceOptions& options) {
 void add_amqp_options(CLI::App& command, ServiceOptions& options) {
     command
         .add_option("--amqp-url", options.amqp_url,
-                    "RabbitMQ URL amqp://user:pass@host:port/vhost (amqps:// for TLS)")
+                    "RabbitMQ URL amqp://user:pass@host:port/vhost (amqps:// for TLS); "
+                    "several separated by spaces are tried in turn")
         ->envname("HOURGLASS_AMQP_URL");
     command
         .add_option("--amqp-ca-cert", options.amqp_ca_cert,

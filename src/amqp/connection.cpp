@@ -3,7 +3,11 @@
 #include <amqp.h>
 #include <amqp_ssl_socket.h>
 #include <amqp_tcp_socket.h>
+#include <openssl/x509.h>
 #include <sys/time.h>
+
+#include <algorithm>
+#include <cstdlib>
 
 #include "amqp/field_table.hpp"
 #include "common/mask.hpp"
@@ -39,7 +43,11 @@ void check_reply(amqp_connection_state_t state, const amqp_rpc_reply_t& reply, c
         amqp_channel_close_ok_t close_ok{};
         amqp_send_method(state, channel, AMQP_CHANNEL_CLOSE_OK_METHOD, &close_ok);
         throw ChannelError(std::string(what) + ": channel closed by broker: " +
-                               std::to_string(code) + " " + text,
+                               std::to_string(code) + " " + text +
+                               (code == AMQP_ACCESS_REFUSED
+                                    ? " (the RabbitMQ user lacks a permission: see README "
+                                      "\"Permissions\")"
+                                    : ""),
                            code, channel);
     }
     if (reply.reply.id == AMQP_CONNECTION_CLOSE_METHOD) {
@@ -57,6 +65,39 @@ timeval to_timeval(std::chrono::microseconds timeout) {
     const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(timeout);
     return timeval{static_cast<time_t>(seconds.count()),
                    static_cast<suseconds_t>((timeout - seconds).count())};
+}
+
+// A TLS socket that verifies the broker's certificate chain and host name (always: there is
+// no setting to turn verification off), trusting `ca_cert_file` or else the system CA bundle,
+// with TLS 1.2 or later and an optional client certificate.
+amqp_socket_t* open_tls_socket(amqp_connection_state_t state, const ConnectionOptions& options) {
+    amqp_socket_t* socket = amqp_ssl_socket_new(state);
+    if (socket == nullptr) throw ConnectionError("cannot create TLS socket (amqps://)");
+    std::string ca_file = options.ca_cert_file;
+    if (ca_file.empty()) {
+        // rabbitmq-c loads no default trust store: use OpenSSL's (SSL_CERT_FILE overrides it).
+        const char* from_env = std::getenv(X509_get_default_cert_file_env());
+        ca_file = from_env != nullptr && *from_env != '\0' ? from_env : X509_get_default_cert_file();
+    }
+    const int ca_status = amqp_ssl_socket_set_cacert(socket, ca_file.c_str());
+    if (ca_status != AMQP_STATUS_OK) {
+        throw ConnectionError("cannot load the AMQP CA certificate file '" + ca_file +
+                              "': " + amqp_error_string2(ca_status));
+    }
+    if (!options.client_cert_file.empty()) {
+        const int key_status = amqp_ssl_socket_set_key(socket, options.client_cert_file.c_str(),
+                                                       options.client_key_file.c_str());
+        if (key_status != AMQP_STATUS_OK) {
+            throw ConnectionError("cannot load the AMQP client certificate '" +
+                                  options.client_cert_file + "' with key '" +
+                                  options.client_key_file + "': " + amqp_error_string2(key_status));
+        }
+    }
+    check(amqp_ssl_socket_set_ssl_versions(socket, AMQP_TLSv1_2, AMQP_TLSvLATEST),
+          "setting the TLS versions (1.2 or later)");
+    amqp_ssl_socket_set_verify_peer(socket, 1);      // returns nothing to check
+    amqp_ssl_socket_set_verify_hostname(socket, 1);  // returns nothing to check
+    return socket;
 }
 
 Message read_content(amqp_connection_state_t state, std::uint16_t channel, const char* what) {
@@ -78,13 +119,59 @@ void Connection::StateDeleter::operator()(amqp_connection_state_t_* state) const
     amqp_destroy_connection(state);
 }
 
+std::vector<std::string> split_urls(const std::string& urls) {
+    std::vector<std::string> out;
+    std::size_t at = 0;
+    while ((at = urls.find_first_not_of(" \t\n", at)) != std::string::npos) {
+        const auto end = urls.find_first_of(" \t\n", at);
+        out.push_back(urls.substr(at, end == std::string::npos ? std::string::npos : end - at));
+        at = end;
+    }
+    // A list only if every part is a URL: a password with a space in it (invalid, but typed by
+    // people) keeps its URL whole, so it is still masked and reported as one.
+    const bool list = out.size() > 1 && std::all_of(out.begin(), out.end(), [](const auto& part) {
+        return part.starts_with("amqp://") || part.starts_with("amqps://");
+    });
+    if (!list) return {urls};
+    return out;
+}
+
 Connection::Connection(const ConnectionOptions& options) {
-    std::string url = options.url;  // amqp_parse_url writes into its buffer
+    const auto urls = split_urls(options.url);
+    std::string errors;
+    for (const auto& url : urls) {
+        try {
+            open(url, options);
+            counted_open_ = metrics::ScopedGaugeIncrement(options.open_connections);
+            return;
+        } catch (const ConnectionError& error) {
+            state_.reset();
+            if (urls.size() == 1) throw;
+            errors += (errors.empty() ? "" : "; ") + std::string(error.what());
+        }
+    }
+    throw ConnectionError("cannot connect to any of the " + std::to_string(urls.size()) +
+                          " RabbitMQ URLs: " + errors);
+}
+
+void Connection::open(const std::string& one_url, const ConnectionOptions& options) {
+    std::string url = one_url;  // amqp_parse_url writes into its buffer
     amqp_connection_info info{};
     amqp_default_connection_info(&info);
     if (amqp_parse_url(url.data(), &info) != AMQP_STATUS_OK) {
-        throw ConnectionError("invalid AMQP URL '" + mask_url_password(options.url) +
+        throw ConnectionError("invalid AMQP URL '" + mask_url_password(one_url) +
                               "' (expected amqp://user:password@host:port/vhost)");
+    }
+    // Settings that cannot work are refused before anything is created.
+    if (!info.ssl && (!options.client_cert_file.empty() || !options.client_key_file.empty() ||
+                      !options.ca_cert_file.empty())) {
+        // A CA or client certificate with a plain amqp:// URL is almost certainly a mistake
+        // that would silently send the credentials in clear text.
+        throw ConnectionError("a TLS setting (--amqp-ca-cert, --amqp-cert or --amqp-key) "
+                              "is set but the AMQP URL is amqp://, not amqps://");
+    }
+    if (options.client_cert_file.empty() != options.client_key_file.empty()) {
+        throw ConnectionError("an AMQP client certificate needs both --amqp-cert and --amqp-key");
     }
     state_.reset(amqp_new_connection());
     if (!state_) throw std::bad_alloc{};
@@ -92,14 +179,7 @@ Connection::Connection(const ConnectionOptions& options) {
 
     amqp_socket_t* socket = nullptr;
     if (info.ssl) {
-        socket = amqp_ssl_socket_new(state);
-        if (socket == nullptr) throw ConnectionError("cannot create TLS socket");
-        if (!options.ca_cert_file.empty()) {
-            check(amqp_ssl_socket_set_cacert(socket, options.ca_cert_file.c_str()),
-                  "loading AMQP CA certificate");
-        }
-        amqp_ssl_socket_set_verify_peer(socket, 1);
-        amqp_ssl_socket_set_verify_hostname(socket, 1);
+        socket = open_tls_socket(state, options);
     } else {
         socket = amqp_tcp_socket_new(state);
         if (socket == nullptr) throw ConnectionError("cannot create TCP socket");
@@ -108,8 +188,18 @@ Connection::Connection(const ConnectionOptions& options) {
     timeval connect_timeout = to_timeval(options.connect_timeout);
     const int status = amqp_socket_open_noblock(socket, info.host, info.port, &connect_timeout);
     if (status != AMQP_STATUS_OK) {
-        throw ConnectionError("cannot connect to RabbitMQ at " + where + ": " +
-                              amqp_error_string2(status));
+        std::string hint;
+        if (info.ssl && (status == AMQP_STATUS_SSL_ERROR ||
+                         status == AMQP_STATUS_SSL_HOSTNAME_VERIFY_FAILED ||
+                         status == AMQP_STATUS_SSL_PEER_VERIFY_FAILED ||
+                         status == AMQP_STATUS_SSL_CONNECTION_FAILED)) {
+            hint = " (TLS: is the broker's certificate signed by the CA in " +
+                   (options.ca_cert_file.empty() ? std::string("the system CA bundle")
+                                                 : "'" + options.ca_cert_file + "'") +
+                   ", and does it name the host '" + info.host + "'?)";
+        }
+        throw ConnectionError("cannot connect to RabbitMQ at " + where + (info.ssl ? " (amqps)" : "") +
+                              ": " + amqp_error_string2(status) + hint);
     }
     check(amqp_set_handshake_timeout(state, &connect_timeout), "setting handshake timeout");
     timeval rpc_timeout = to_timeval(std::chrono::seconds{30});
@@ -129,7 +219,6 @@ Connection::Connection(const ConnectionOptions& options) {
                               info.user + "' (wrong credentials or vhost '" + info.vhost + "')");
     }
     check_reply(state, login, "logging in to RabbitMQ");
-    counted_open_ = metrics::ScopedGaugeIncrement(options.open_connections);
 }
 
 Connection::~Connection() noexcept = default;
@@ -339,6 +428,12 @@ bool Connection::has_buffered_data() const noexcept {
     return amqp_frames_enqueued(state_.get()) || amqp_data_in_buffer(state_.get());
 }
 
-std::string mask_url_password(const std::string& url) { return mask_secrets(url); }
+std::string mask_url_password(const std::string& url) {
+    const auto urls = split_urls(url);
+    if (urls.size() == 1) return mask_secrets(url);
+    std::string out;
+    for (const auto& one : urls) out += (out.empty() ? "" : " ") + mask_secrets(one);
+    return out;
+}
 
 }  // namespace hourglass::amqp

@@ -47,11 +47,15 @@ public:
 };
 
 struct ConnectionOptions {
-    std::string url;  // amqp://user:pass@host:port/vhost or amqps://
+    // amqp://user:pass@host:port/vhost or amqps://; several URLs separated by white space (e.g.
+    // the nodes of a cluster) are tried in turn, first to last, at every connection attempt.
+    std::string url;
     std::string connection_name = "hourglass";
     std::chrono::seconds heartbeat{30};
     std::chrono::milliseconds connect_timeout{5000};
     std::string ca_cert_file;  // amqps: CA bundle to verify the broker (empty: system default)
+    std::string client_cert_file;  // amqps: optional client certificate (PEM), with its key
+    std::string client_key_file;
     int frame_max = 131072;
     // Counts this connection while it is open (hourglass_connected, /readyz); may be null.
     metrics::Gauge* open_connections = nullptr;
@@ -84,7 +88,8 @@ using Event = std::variant<Delivery, Confirm, Returned>;
 
 class Connection {
 public:
-    // Opens the socket, logs in and opens nothing else. Throws ConnectionError.
+    // Opens the socket, logs in and opens nothing else; with several URLs, the first that
+    // works. Throws ConnectionError.
     explicit Connection(const ConnectionOptions& options);
     ~Connection() noexcept;
     Connection(const Connection&) = delete;
@@ -134,6 +139,7 @@ public:
     bool has_buffered_data() const noexcept;
 
 private:
+    void open(const std::string& url, const ConnectionOptions& options);
     struct StateDeleter {
         void operator()(amqp_connection_state_t_* state) const noexcept;
     };
@@ -143,7 +149,11 @@ private:
     metrics::ScopedGaugeIncrement counted_open_;  // set once logged in
 };
 
-// The URL with its password replaced by "***", for logs (SPEC §8: secrets are never logged).
+// The URL (or each URL of a list) with its password replaced by "***", for logs (SPEC §8:
+// secrets are never logged).
 std::string mask_url_password(const std::string& url);
+// The URLs of a white-space separated list of amqp:// or amqps:// URLs; anything else is one
+// URL (the text as it is).
+std::vector<std::string> split_urls(const std::string& urls);
 
 }  // namespace hourglass::amqp

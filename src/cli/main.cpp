@@ -35,10 +35,23 @@ void add_common_options(CLI::App& command, ServiceOptions& options) {
 void add_amqp_options(CLI::App& command, ServiceOptions& options) {
     command
         .add_option("--amqp-url", options.amqp_url,
-                    "RabbitMQ URL amqp://user:pass@host:port/vhost (amqps:// for TLS)")
+                    "RabbitMQ URL amqp://user:pass@host:port/vhost (amqps:// for TLS); "
+                    "several separated by spaces are tried in turn")
         ->envname("HOURGLASS_AMQP_URL");
-    command.add_option("--amqp-ca-cert", options.amqp_ca_cert, "CA bundle for amqps://")
-        ->envname("HOURGLASS_AMQP_CA_CERT");
+    command
+        .add_option("--amqp-ca-cert", options.amqp_ca_cert,
+                    "PEM file of the CA(s) that signed the broker's certificate (amqps://; "
+                    "default: the system CA bundle)")
+        ->envname("HOURGLASS_AMQP_CA_CERT")
+        ->check(CLI::ExistingFile);
+    command
+        .add_option("--amqp-cert", options.amqp_cert,
+                    "PEM client certificate for amqps:// (with --amqp-key)")
+        ->envname("HOURGLASS_AMQP_CERT")
+        ->check(CLI::ExistingFile);
+    command.add_option("--amqp-key", options.amqp_key, "PEM private key of --amqp-cert")
+        ->envname("HOURGLASS_AMQP_KEY")
+        ->check(CLI::ExistingFile);
     command.add_option("--prefix", options.prefix, "Name prefix of exchanges and queues")
         ->envname("HOURGLASS_PREFIX");
 }

@@ -45,6 +45,8 @@ amqp::ConnectionOptions ServiceOptions::amqp() const {
     amqp::ConnectionOptions options;
     options.url = amqp_url;
     options.ca_cert_file = amqp_ca_cert;
+    options.client_cert_file = amqp_cert;
+    options.client_key_file = amqp_key;
     return options;
 }
 
@@ -94,7 +96,10 @@ std::optional<http::ListenAddress> ServiceOptions::http_address() const {
 }
 
 std::vector<std::string> ServiceOptions::secrets() const {
-    auto secrets = secrets_in(amqp_url);
+    std::vector<std::string> secrets;
+    for (const auto& url : amqp::split_urls(amqp_url)) {
+        for (auto& secret : secrets_in(url)) secrets.push_back(std::move(secret));
+    }
     for (auto& secret : secrets_in(pg_url)) secrets.push_back(std::move(secret));
     return secrets;
 }

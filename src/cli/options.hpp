@@ -20,6 +20,8 @@ namespace hourglass::cli {
 struct ServiceOptions {
     std::string amqp_url = "amqp://guest:guest@127.0.0.1:5672/%2f";
     std::string amqp_ca_cert;
+    std::string amqp_cert;
+    std::string amqp_key;
     std::string pg_url = "postgresql://127.0.0.1:5432/hourglass";
     std::string prefix = "hourglass";
     std::string schema = "hourglass";

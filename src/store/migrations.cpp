@@ -2,6 +2,7 @@
 
 #include <pqxx/pqxx>
 #include <set>
+#include <stdexcept>
 
 namespace hourglass::store {
 
@@ -19,9 +20,27 @@ std::set<std::string> recorded_versions(pqxx::transaction_base& tx, const std::s
     return versions;
 }
 
+MigrationReport migrate_unchecked(pqxx::connection& connection, const std::string& schema,
+                                  bool dry_run);
+
 }  // namespace
 
 MigrationReport migrate(pqxx::connection& connection, const std::string& schema, bool dry_run) {
+    try {
+        return migrate_unchecked(connection, schema, dry_run);
+    } catch (const pqxx::insufficient_privilege& error) {
+        std::string text = error.what();
+        text = text.substr(0, text.find('\n'));
+        if (text.starts_with("ERROR:")) text = text.substr(text.find_first_not_of(' ', 6));
+        throw std::runtime_error("PostgreSQL: migrating schema " + schema + ": " + text +
+                                 " (the role lacks a privilege: see README \"Permissions\")");
+    }
+}
+
+namespace {
+
+MigrationReport migrate_unchecked(pqxx::connection& connection, const std::string& schema,
+                                  bool dry_run) {
     MigrationReport report;
     pqxx::work tx(connection);
     // One migrator at a time, whatever the number of instances starting together.
@@ -37,7 +56,11 @@ MigrationReport migrate(pqxx::connection& connection, const std::string& schema,
     if (dry_run || report.applied.empty()) return report;
 
     const auto quoted_schema = tx.quote_name(schema);
-    tx.exec("CREATE SCHEMA IF NOT EXISTS " + quoted_schema);
+    // Only when missing: CREATE SCHEMA (even IF NOT EXISTS) needs the CREATE privilege on the
+    // database, which a role that merely owns a schema a DBA made for it does not have.
+    if (tx.exec_params("SELECT 1 FROM pg_namespace WHERE nspname = $1", schema).empty()) {
+        tx.exec("CREATE SCHEMA " + quoted_schema);
+    }
     tx.exec("CREATE TABLE IF NOT EXISTS " + quoted_schema +
             ".schema_migrations (version text PRIMARY KEY, "
             "applied_at timestamptz NOT NULL DEFAULT now())");
@@ -50,6 +73,8 @@ MigrationReport migrate(pqxx::connection& connection, const std::string& schema,
     tx.commit();
     return report;
 }
+
+}  // namespace
 
 bool migrations_current(pqxx::connection& connection, const std::string& schema) {
     pqxx::read_transaction tx(connection);

@@ -187,9 +187,17 @@ void HourglassTest::SetUp() {
     if (amqp_url_.empty() || pg_url_.empty()) {
         GTEST_SKIP() << "HOURGLASS_AMQP_URL / HOURGLASS_PG_URL not set: run through scripts/test";
     }
+    // The admin URLs, for what an application would not be allowed to do; without them (an
+    // older services directory) everything runs as the one user.
+    admin_amqp_url_ = env_or_skip("HOURGLASS_AMQP_ADMIN_URL");
+    if (admin_amqp_url_.empty()) admin_amqp_url_ = amqp_url_;
+    admin_pg_url_ = env_or_skip("HOURGLASS_PG_ADMIN_URL");
+    if (admin_pg_url_.empty()) admin_pg_url_ = pg_url_;
     std::random_device random;
     const auto tag = std::to_string(random() % 1000000000);
-    prefix_ = "t" + tag;
+    // Under `hourglass.`: the least-privilege user of scripts/services may use only names that
+    // match ^hourglass\..* (README "Permissions").
+    prefix_ = "hourglass.t" + tag;
     schema_ = "hg_t" + tag;
     db_ = std::make_unique<pqxx::connection>(pg_url_);
 }

@@ -100,8 +100,10 @@ protected:
     bool eventually(const std::string& query, const std::string& expected,
                     std::chrono::milliseconds timeout = std::chrono::seconds{10});
 
-    std::string amqp_url_;
+    std::string amqp_url_;        // the least-privilege users (README "Permissions")
     std::string pg_url_;
+    std::string admin_amqp_url_;  // administrator / database owner (CREATEROLE)
+    std::string admin_pg_url_;
     std::string prefix_;
     std::string schema_;
     std::vector<std::unique_ptr<HourglassProcess>> processes_;

@@ -30,7 +30,11 @@ TEST_F(Pipeline, binary_body_properties_and_headers_arrive_unchanged) {
     p.message_id = "job-binary";
     p.timestamp = 1700000000;
     p.type = "order";
-    p.user_id = "hourglass";
+    // RabbitMQ checks user_id against the publishing connection's user.
+    const auto user = amqp_url_.substr(amqp_url_.find("://") + 3,
+                                       amqp_url_.find(':', amqp_url_.find("://") + 3) -
+                                           amqp_url_.find("://") - 3);
+    p.user_id = user;
     p.app_id = "shop";
     p.delivery_mode = 1;
     FieldTable nested = {{"inner", std::int32_t{5}}, {"list", FieldArray{std::string("a"), true}}};
@@ -69,7 +73,7 @@ TEST_F(Pipeline, binary_body_properties_and_headers_arrive_unchanged) {
     EXPECT_FALSE(q.expiration) << "expiration moved to a header";
     EXPECT_FALSE(q.user_id) << "user_id moved to a header";
     EXPECT_EQ(string_header(out, "x-hourglass-expiration"), "600000");
-    EXPECT_EQ(string_header(out, "x-hourglass-user-id"), "hourglass");
+    EXPECT_EQ(string_header(out, "x-hourglass-user-id"), user);
     for (const auto& [name, value] : custom) {
         const auto* got = header_of(out, name);
         ASSERT_NE(got, nullptr) << name;

@@ -36,6 +36,20 @@ TEST(MaskUrlPassword, password_with_special_characters_is_replaced) {
     }
 }
 
+TEST(MaskUrlPassword, every_url_of_a_list_is_masked) {
+    EXPECT_EQ(amqp::mask_url_password("amqp://u:one@n1:5672/%2f  amqps://v:two@n2/prod"),
+              "amqp://u:***@n1:5672/%2f amqps://v:***@n2/prod");
+}
+
+TEST(SplitUrls, splits_only_lists_of_amqp_urls) {
+    EXPECT_THAT(amqp::split_urls("amqp://a@n1/ amqps://b@n2/\tamqp://c@n3/"),
+                ::testing::ElementsAre("amqp://a@n1/", "amqps://b@n2/", "amqp://c@n3/"));
+    EXPECT_THAT(amqp::split_urls("amqp://user:'a b'@host/v"),
+                ::testing::ElementsAre("amqp://user:'a b'@host/v"));
+    EXPECT_THAT(amqp::split_urls("amqp://h/"), ::testing::ElementsAre("amqp://h/"));
+    EXPECT_THAT(amqp::split_urls(""), ::testing::ElementsAre(""));
+}
+
 TEST(MaskUrlPassword, empty_user_with_password_is_masked) {
     EXPECT_EQ(amqp::mask_url_password("amqp://:secret@host/"), "amqp://:***@host/");
 }

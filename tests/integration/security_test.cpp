@@ -1,0 +1,300 @@
+// TLS (amqps:// with peer and host name verification, PostgreSQL sslmode=verify-full) and least
+// privilege (hourglass runs with exactly the RabbitMQ permissions and PostgreSQL grants that
+// README "Permissions" documents). scripts/services provides a test CA, TLS listeners and an
+// administrator for making users (HOURGLASS_AMQPS_URL, HOURGLASS_PG_TLS_URL, ...ADMIN_URL).
+#include <gmock/gmock.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "integration/harness.hpp"
+
+namespace hourglass::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using ::testing::HasSubstr;
+
+std::vector<std::string> lines_of(const std::string& text) {
+    std::vector<std::string> lines;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    return lines;
+}
+
+// The lines of stderr that are not log lines: the start-up error.
+std::vector<std::string> error_lines(const std::string& err) {
+    std::vector<std::string> errors;
+    for (const auto& line : lines_of(err)) {
+        if (!line.starts_with("[")) errors.push_back(line);
+    }
+    return errors;
+}
+
+// `url` with its user and password replaced.
+std::string with_user(const std::string& url, const std::string& user, const std::string& password) {
+    const auto scheme_end = url.find("://") + 3;
+    return url.substr(0, scheme_end) + user + ":" + password + url.substr(url.find('@'));
+}
+
+// A regular expression matching `text` literally.
+std::string regex_quote(const std::string& text) {
+    std::string out;
+    for (const char c : text) {
+        if (std::string_view(".^$|()[]{}*+?\\").find(c) != std::string_view::npos) out += '\\';
+        out += c;
+    }
+    return out;
+}
+
+class Security : public HourglassTest {
+protected:
+    void SetUp() override {
+        HourglassTest::SetUp();
+        if (IsSkipped()) return;
+        amqps_url_ = env_or_skip("HOURGLASS_AMQPS_URL");
+        pg_tls_url_ = env_or_skip("HOURGLASS_PG_TLS_URL");
+        ca_file_ = env_or_skip("HOURGLASS_TLS_CA_FILE");
+        if (amqps_url_.empty() || pg_tls_url_.empty() || ca_file_.empty()) {
+            GTEST_SKIP() << "no TLS listeners: scripts/services from before TLS";
+        }
+    }
+
+    // A CA that signed nothing of ours, made with the openssl CLI.
+    std::string wrong_ca() {
+        const auto path = "/tmp/hourglass-wrong-ca-" + prefix_ + ".pem";
+        const auto command =
+            "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
+            "-keyout /dev/null -subj '/CN=not the hourglass test CA' -days 1 -out '" +
+            path + "' >/dev/null 2>&1";
+        EXPECT_EQ(std::system(command.c_str()), 0) << command;
+        return path;
+    }
+
+    std::string amqps_url_, pg_tls_url_, ca_file_;
+};
+
+TEST_F(Security, runs_over_amqps_and_verify_full_and_releases_a_job) {
+    const auto plain_amqp = amqp_url_;
+    // hourglass itself talks TLS to both servers, verifying their certificates (and with a
+    // client certificate, which RabbitMQ verifies when one is sent).
+    amqp_url_ = amqps_url_;
+    pg_url_ = pg_tls_url_;
+    std::vector<std::string> tls = {"--amqp-ca-cert", ca_file_};
+    const auto client_cert = env_or_skip("HOURGLASS_TLS_CLIENT_CERT");
+    const auto client_key = env_or_skip("HOURGLASS_TLS_CLIENT_KEY");
+    if (!client_cert.empty()) tls.insert(tls.end(), {"--amqp-cert", client_cert, "--amqp-key", client_key});
+    auto& process = start_hourglass(tls);
+    ASSERT_TRUE(process.running());
+    EXPECT_THAT(process.log_tail(200), HasSubstr("amqp amqps://"));
+
+    Client client(plain_amqp);  // an application, over plain AMQP
+    client.subscribe(out_exchange(), "#");
+    client.publish(delayed("tls-1", 300));
+    const auto released = client.receive(15s);
+    ASSERT_TRUE(released) << process.log_tail();
+    EXPECT_EQ(string_header(released->message, "x-hourglass-id"), "tls-1");
+    EXPECT_TRUE(eventually("SELECT state FROM jobs WHERE id = 'tls-1'", "done"));
+
+    // The same job store, read over verify-full: the connection is encrypted.
+    pqxx::connection tls_db(pg_tls_url_);
+    pqxx::work tx(tls_db);
+    EXPECT_TRUE(tx.exec1("SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()")[0].as<bool>());
+}
+
+TEST_F(Security, a_wrong_ca_or_incomplete_tls_settings_are_one_clear_startup_error) {
+    const auto wrong = wrong_ca();
+    std::string wrong_pg = pg_tls_url_.substr(0, pg_tls_url_.find("sslrootcert=")) + "sslrootcert=" + wrong;
+    struct Case {
+        std::string what;
+        std::vector<std::string> arguments;
+        std::string expected;
+    };
+    const std::vector<Case> cases = {
+        {"broker certificate not signed by the given CA",
+         {"--amqp-url", amqps_url_, "--amqp-ca-cert", wrong, "--pg-url", pg_url_},
+         "cannot connect to RabbitMQ at localhost:"},
+        {"database certificate not signed by the given CA",
+         {"--amqp-url", amqps_url_, "--amqp-ca-cert", ca_file_, "--pg-url", wrong_pg},
+         "certificate verify failed"},
+        {"a CA file with a plain amqp:// URL",
+         {"--amqp-url", amqp_url_, "--amqp-ca-cert", ca_file_, "--pg-url", pg_url_},
+         "is amqp://, not amqps://"},
+        {"a client certificate without its key",
+         {"--amqp-url", amqps_url_, "--amqp-ca-cert", ca_file_, "--amqp-cert", ca_file_,
+          "--pg-url", pg_url_},
+         "needs both --amqp-cert and --amqp-key"},
+    };
+    for (const auto& c : cases) {
+        SCOPED_TRACE(c.what);
+        auto arguments = c.arguments;
+        arguments.insert(arguments.begin(), "run");
+        arguments.insert(arguments.end(), {"--schema", schema_, "--prefix", prefix_, "--http", "off"});
+        const auto result = run_cli(arguments, 20s);
+        EXPECT_NE(result.exit_code, 0);
+        EXPECT_NE(result.exit_code, -1) << "it hung";
+        const auto errors = error_lines(result.err);
+        ASSERT_EQ(errors.size(), 1u) << result.err;
+        EXPECT_THAT(errors[0], ::testing::StartsWith("hourglass: "));
+        EXPECT_THAT(errors[0], HasSubstr(c.expected));
+        EXPECT_THAT(result.err, ::testing::Not(HasSubstr("hourglass-app-secret")));
+    }
+    std::remove(wrong.c_str());
+
+    // A CA file that does not exist is a usage error (64), named by the command line parser.
+    const auto missing = run_cli({"run", "--amqp-url", amqps_url_, "--amqp-ca-cert",
+                                  "/nonexistent/ca.pem", "--http", "off"});
+    EXPECT_EQ(missing.exit_code, 64);
+    EXPECT_THAT(missing.err, HasSubstr("/nonexistent/ca.pem"));
+}
+
+class Permissions : public HourglassTest {
+protected:
+    void TearDown() override {
+        HourglassTest::TearDown();
+        for (const auto& user : rabbit_users_) services("rabbitmqctl", "delete_user '" + user + "'");
+        if (!pg_roles_.empty()) {
+            pqxx::connection admin(admin_pg_url_);
+            for (const auto& role : pg_roles_) {
+                pqxx::work tx(admin);
+                tx.exec("DROP OWNED BY " + tx.quote_name(role) + " CASCADE");
+                tx.exec("DROP ROLE " + tx.quote_name(role));
+                tx.commit();
+            }
+        }
+    }
+
+    // A RabbitMQ user with exactly these permissions on vhost "/"; returns its URL.
+    std::string rabbit_user(const std::string& name, const std::string& configure,
+                            const std::string& write, const std::string& read) {
+        if (admin_amqp_url_ == amqp_url_) {
+            ADD_FAILURE() << "no HOURGLASS_AMQP_ADMIN_URL";
+            return {};
+        }
+        services("rabbitmqctl", "add_user '" + name + "' secret-" + name);
+        rabbit_users_.push_back(name);
+        services("rabbitmqctl", "set_permissions -p / '" + name + "' '" + configure + "' '" +
+                                    write + "' '" + read + "'");
+        return with_user(amqp_url_, name, "secret-" + name);
+    }
+
+    // A PostgreSQL role that can log in and connect to the database, nothing else; returns its
+    // URL.
+    std::string pg_role(const std::string& name) {
+        pqxx::connection admin(admin_pg_url_);
+        pqxx::work tx(admin);
+        tx.exec("CREATE ROLE " + tx.quote_name(name) + " LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE PASSWORD " +
+                tx.quote("secret-" + name));
+        pg_roles_.push_back(name);
+        tx.exec("GRANT CONNECT ON DATABASE " + tx.quote_name(admin.dbname()) + " TO " +
+                tx.quote_name(name));
+        // So the administrator may create a schema owned by it (and drop it afterwards).
+        tx.exec("GRANT " + tx.quote_name(name) + " TO CURRENT_USER");
+        tx.commit();
+        return with_user(pg_url_, name, "secret-" + name);
+    }
+
+    std::vector<std::string> rabbit_users_, pg_roles_;
+};
+
+// README "Permissions", for this test's prefix P: configure ^P\..*, write ^(P\..*|amq\.default)$,
+// read ^P\..*; and in PostgreSQL a role that owns the schema (made by a DBA) and may connect.
+TEST_F(Permissions, hourglass_runs_with_exactly_the_documented_permissions) {
+    const auto p = regex_quote(prefix_);
+    const auto amqp = rabbit_user("hg-exact-" + schema_, "^" + p + "\\..*$",
+                                  "^(" + p + "\\..*|amq\\.default)$", "^" + p + "\\..*$");
+    const auto role = schema_ + "_owner";
+    const auto pg = pg_role(role);
+    {
+        pqxx::connection admin(admin_pg_url_);
+        pqxx::work tx(admin);
+        tx.exec("CREATE SCHEMA " + tx.quote_name(schema_) + " AUTHORIZATION " + tx.quote_name(role));
+        tx.commit();
+    }
+    amqp_url_ = amqp;
+    pg_url_ = pg;
+    auto& process = start_hourglass();
+    ASSERT_TRUE(process.running());
+
+    // An application (the suite's own user) schedules a job with a receipt, and a bad command.
+    Client client(env_or_skip("HOURGLASS_AMQP_URL"));
+    client.subscribe(out_exchange(), "#");
+    const auto receipts = client.receipt_queue();
+    auto job = delayed("least-1", 300);
+    set_header(job.properties, "x-reply-to", receipts);
+    job.properties.correlation_id = "c-1";
+    auto bad = delayed("least-bad", -1);
+    client.publish_all({job, bad});
+
+    std::vector<Received> got;
+    const auto deadline = std::chrono::steady_clock::now() + 15s;
+    while (got.size() < 2 && std::chrono::steady_clock::now() < deadline) {
+        if (auto message = client.receive(1s)) got.push_back(std::move(*message));
+    }
+    ASSERT_EQ(got.size(), 2u) << process.log_tail();
+    int receipts_seen = 0, releases_seen = 0;
+    for (const auto& message : got) {
+        if (message.message.exchange.empty()) {
+            ++receipts_seen;
+            EXPECT_EQ(parse_receipt(message).status, "scheduled");
+        } else {
+            ++releases_seen;
+            EXPECT_EQ(string_header(message.message, "x-hourglass-id"), "least-1");
+        }
+    }
+    EXPECT_EQ(receipts_seen, 1);
+    EXPECT_EQ(releases_seen, 1);
+    // The rejection reached <prefix>.rejected; the audit recorded the release.
+    bool rejected = false;
+    for (int i = 0; i < 100 && !rejected; ++i) {
+        rejected = client.queue_size(prefix_ + ".rejected").value_or(0) == 1;
+        if (!rejected) std::this_thread::sleep_for(100ms);
+    }
+    EXPECT_TRUE(rejected);
+    pqxx::connection owner(pg);
+    bool done = false;
+    for (int i = 0; i < 100 && !done; ++i) {
+        pqxx::work tx(owner);
+        done = tx.exec1("SELECT state FROM " + tx.quote_name(schema_) + ".jobs WHERE id = 'least-1'")[0]
+                   .as<std::string>() == "done";
+        tx.commit();
+        if (!done) std::this_thread::sleep_for(100ms);
+    }
+    EXPECT_TRUE(done);
+    EXPECT_EQ(process.terminate(), 0);
+    // Leave nothing behind (TearDown's schema drop runs as another role).
+    pqxx::connection admin(admin_pg_url_);
+    pqxx::work tx(admin);
+    tx.exec("DROP SCHEMA " + tx.quote_name(schema_) + " CASCADE");
+    tx.commit();
+}
+
+TEST_F(Permissions, a_missing_permission_is_one_clear_startup_error) {
+    const auto p = regex_quote(prefix_);
+    // May declare its queues and exchanges but not read (bind, consume) them.
+    const auto amqp = rabbit_user("hg-noread-" + schema_, "^" + p + "\\..*$",
+                                  "^(" + p + "\\..*|amq\\.default)$", "");
+    const auto pg_no_create = pg_role(schema_ + "_nocreate");  // no schema, may not create one
+    const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+        {{"--amqp-url", amqp, "--pg-url", pg_url_, "--schema", schema_}, "ACCESS_REFUSED"},
+        {{"--pg-url", pg_no_create, "--schema", schema_ + "_none"}, "permission denied for database"},
+    };
+    for (const auto& [arguments, expected] : cases) {
+        SCOPED_TRACE(expected);
+        auto full = arguments;
+        full.insert(full.begin(), "run");
+        full.insert(full.end(), {"--prefix", prefix_, "--http", "off"});
+        const auto result = run_cli(full, 20s);
+        EXPECT_NE(result.exit_code, 0);
+        EXPECT_NE(result.exit_code, -1) << "it hung";
+        const auto errors = error_lines(result.err);
+        ASSERT_EQ(errors.size(), 1u) << result.err;
+        EXPECT_THAT(errors[0], ::testing::StartsWith("hourglass: "));
+        EXPECT_THAT(errors[0], HasSubstr(expected));
+    }
+}
+
+}  // namespace
+}  // namespace hourglass::testing

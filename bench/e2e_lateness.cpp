@@ -1,22 +1,31 @@
-// End-to-end lateness driver: publishes jobs at a steady rate with due times spread over a
-// window, receives them as a user would (a queue bound to the output exchange) and reports
-// lateness = receive time - x-hourglass-due, plus early, lost and duplicated releases.
+// End-to-end lateness driver: publishes jobs as a user would, receives them as a user would (an
+// exclusive queue bound to the output exchange) and reports lateness = receive time -
+// x-hourglass-due, plus early, lost and duplicated releases.
 //
-// --mode hourglass   jobs go through hourglass (publish to <prefix>.in with x-delay)
-// --mode baseline    the broker's own limit: the driver itself publishes each message at
-//                    due - ttl into one TTL/dead-letter queue (no hourglass, no database)
+// --pattern steady   --rate jobs/s for --duration s, each due --min-delay..--max-delay ms after
+//                    its publish (x-delay)
+// --pattern hotspot  --jobs jobs published as fast as the broker takes them, all due at one
+//                    instant --lead ms after the start (x-schedule-at, epoch ms); reports the
+//                    drain rate and how many were released within --within s of the instant
 //
-// Prints a table row and one JSON line (for bench/results/*.jsonl).
+// --mode hourglass   jobs go through hourglass (publish to <prefix>.in)
+// --mode baseline    the broker's own limit: the driver itself holds each message until
+//                    due - ttl and publishes it into one TTL/dead-letter queue (no hourglass,
+//                    no database); its dead-letter exchange is what the receiver listens to
+//
+// Prints a table row, then one JSON line (the last line of the output, for
+// bench/results/*.jsonl). Exit status 0 only if nothing was lost and nothing was early.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <iostream>
-#include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <queue>
 #include <random>
 #include <thread>
+#include <unordered_map>
 
 #include "support/amqp_client.hpp"
 
@@ -28,6 +37,7 @@ namespace {
 
 struct Settings {
     std::string mode = "hourglass";
+    std::string pattern = "steady";
     std::string amqp_url;
     std::string prefix = "hourglass";
     std::string scenario = "steady";
@@ -35,47 +45,64 @@ struct Settings {
     double duration_s = 60;
     std::int64_t min_delay_ms = 5000;
     std::int64_t max_delay_ms = 90000;
+    std::size_t jobs = 100000;
+    std::int64_t lead_ms = 120000;
+    double within_s = 10;
     std::int64_t baseline_ttl_ms = 1000;
+    std::size_t chunk = 2000;
+    std::size_t body_bytes = 0;
     double drain_s = 30;
+    double linger_s = 0;
     unsigned seed = 42;
 };
 
-struct Job {
-    std::string id;
-    TimePoint due;
-};
+double percentile(const std::vector<double>& sorted, double p) {
+    if (sorted.empty()) return 0;
+    const auto index = static_cast<std::size_t>(p * static_cast<double>(sorted.size() - 1) + 0.5);
+    return sorted[std::min(index, sorted.size() - 1)];
+}
 
-double percentile(std::vector<double> values, double p) {
-    if (values.empty()) return 0;
-    std::sort(values.begin(), values.end());
-    const auto index = static_cast<std::size_t>(p * static_cast<double>(values.size() - 1) + 0.5);
-    return values[std::min(index, values.size() - 1)];
+double seconds_between(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
+    return std::chrono::duration<double>(b - a).count();
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
     Settings s;
-    CLI::App app{"hourglass end-to-end lateness benchmark"};
+    CLI::App app{"hourglass end-to-end lateness benchmark (steady precision, hotspot)"};
     app.add_option("--mode", s.mode)->check(CLI::IsMember({"hourglass", "baseline"}));
+    app.add_option("--pattern", s.pattern)->check(CLI::IsMember({"steady", "hotspot"}));
     app.add_option("--amqp-url", s.amqp_url)->envname("HOURGLASS_AMQP_URL")->required();
     app.add_option("--prefix", s.prefix);
     app.add_option("--scenario", s.scenario, "label in the output");
-    app.add_option("--rate", s.rate, "jobs per second");
-    app.add_option("--duration", s.duration_s, "seconds of publishing");
-    app.add_option("--min-delay", s.min_delay_ms);
-    app.add_option("--max-delay", s.max_delay_ms);
-    app.add_option("--baseline-ttl", s.baseline_ttl_ms);
+    app.add_option("--rate", s.rate, "steady: jobs per second");
+    app.add_option("--duration", s.duration_s, "steady: seconds of publishing");
+    app.add_option("--min-delay", s.min_delay_ms, "steady: shortest delay, ms");
+    app.add_option("--max-delay", s.max_delay_ms, "steady: longest delay, ms");
+    app.add_option("--jobs", s.jobs, "hotspot: number of jobs");
+    app.add_option("--lead", s.lead_ms, "hotspot: ms from the start to the instant all are due");
+    app.add_option("--within", s.within_s, "hotspot: target, seconds after the instant");
+    app.add_option("--baseline-ttl", s.baseline_ttl_ms, "baseline: the TTL queue's x-message-ttl");
+    app.add_option("--chunk", s.chunk, "publishes per wait for confirms");
+    app.add_option("--body-bytes", s.body_bytes, "body size (0: a short text)");
     app.add_option("--drain", s.drain_s, "seconds to wait after the last due time");
+    app.add_option("--seed", s.seed);
+    app.add_option("--linger", s.linger_s,
+                   "seconds to keep the connections open at the end (the management API counts "
+                   "what a channel did only at its next statistics interval)");
     CLI11_PARSE(app, argc, argv);
 
-    const auto total = static_cast<std::size_t>(s.rate * s.duration_s);
+    const bool hotspot = s.pattern == "hotspot";
+    const bool baseline = s.mode == "baseline";
+    const auto total = hotspot ? s.jobs : static_cast<std::size_t>(s.rate * s.duration_s);
     const auto run_tag = std::to_string(std::random_device{}() % 1000000);
+    const auto id_prefix = "bench-" + run_tag + "-";
     std::string out_exchange = s.prefix + ".out";
     std::string baseline_queue;
 
     Client receiver(s.amqp_url);
-    if (s.mode == "baseline") {
+    if (baseline) {
         out_exchange = "bench.baseline.out." + run_tag;
         baseline_queue = "bench.baseline.ttl." + run_tag;
         auto& c = receiver.connection();
@@ -90,113 +117,164 @@ int main(int argc, char** argv) {
     std::mt19937_64 random(s.seed);
     std::uniform_int_distribution<std::int64_t> delay(s.min_delay_ms, s.max_delay_ms);
 
-    std::map<std::string, TimePoint> expected;
-    std::mutex expected_mutex;
+    const auto start_steady = std::chrono::steady_clock::now();
+    const auto start = now_ms();
+    const TimePoint instant = start + Milliseconds{s.lead_ms};  // hotspot
     std::atomic<bool> publishing_done{false};
-    TimePoint last_due{};
+    std::atomic<std::int64_t> last_due_ms{to_epoch_ms(hotspot ? instant : start)};
+    double publish_s = 0;  // steady clock: start .. every command confirmed by the broker
 
     std::thread publisher([&] {
         Client client(s.amqp_url);
-        const auto start = std::chrono::steady_clock::now();
         // baseline: the driver holds each message until due - ttl, like hourglass's loader.
         using Entry = std::pair<TimePoint, Message>;
         auto later = [](const Entry& a, const Entry& b) { return a.first > b.first; };
         std::priority_queue<Entry, std::vector<Entry>, decltype(later)> held(later);
         std::size_t sent = 0;
         std::vector<Message> batch;
-        while (sent < total || !held.empty()) {
-            const auto now_steady = std::chrono::steady_clock::now();
-            const auto should_have_sent = std::min<std::size_t>(
-                total, static_cast<std::size_t>(
-                           std::chrono::duration<double>(now_steady - start).count() * s.rate) + 1);
-            batch.clear();
-            while (sent < should_have_sent) {
-                const auto id = "bench-" + run_tag + "-" + std::to_string(sent);
-                const auto wait = delay(random);
-                const auto due = now_ms() + Milliseconds{wait};
-                {
-                    std::lock_guard lock(expected_mutex);
-                    expected[id] = due;
-                    last_due = std::max(last_due, due);
-                }
-                Message m;
-                m.body = "payload " + id;
-                m.routing_key = "bench.job";
-                m.properties.message_id = id;
-                if (s.mode == "hourglass") {
-                    m.exchange = s.prefix + ".in";
-                    set_header(m.properties, "x-delay", wait);
-                    batch.push_back(std::move(m));
-                } else {
-                    m.exchange = "";
-                    m.routing_key = baseline_queue;
-                    set_header(m.properties, "x-hourglass-id", id);
-                    set_header(m.properties, "x-hourglass-due", format_rfc3339_ms(due));
-                    held.emplace(due - Milliseconds{s.baseline_ttl_ms}, std::move(m));
-                }
-                ++sent;
+        const std::string body_pad(s.body_bytes, 'x');
+        auto make = [&](std::size_t n) {
+            const auto id = id_prefix + std::to_string(n);
+            const auto wait = hotspot ? std::int64_t{0} : delay(random);
+            const auto due = hotspot ? instant : now_ms() + Milliseconds{wait};
+            last_due_ms = std::max(last_due_ms.load(), to_epoch_ms(due));
+            Message m;
+            m.body = s.body_bytes > 0 ? body_pad : "payload " + id;
+            m.routing_key = "bench.job";
+            m.properties.message_id = id;
+            m.properties.delivery_mode = 2;
+            if (!baseline) {
+                m.exchange = s.prefix + ".in";
+                if (hotspot) set_header(m.properties, "x-schedule-at", to_epoch_ms(instant));
+                else set_header(m.properties, "x-delay", wait);
+                batch.push_back(std::move(m));
+            } else {
+                m.exchange = "";
+                m.routing_key = baseline_queue;
+                set_header(m.properties, "x-hourglass-id", id);
+                set_header(m.properties, "x-hourglass-due", format_rfc3339_ms(due));
+                held.emplace(due - Milliseconds{s.baseline_ttl_ms}, std::move(m));
             }
-            while (!held.empty() && held.top().first <= now_ms()) {
+        };
+        bool all_made_noted = false;
+        while (sent < total || !held.empty()) {
+            batch.clear();
+            if (hotspot) {
+                while (sent < total && batch.size() < s.chunk && held.size() < total) make(sent++);
+            } else {
+                const auto should_have_sent = std::min<std::size_t>(
+                    total, static_cast<std::size_t>(
+                               seconds_between(start_steady, std::chrono::steady_clock::now()) * s.rate) +
+                               1);
+                while (sent < should_have_sent) make(sent++);
+            }
+            const auto now = now_ms();
+            while (!held.empty() && held.top().first <= now && batch.size() < s.chunk) {
                 batch.push_back(held.top().second);
                 held.pop();
             }
             if (!batch.empty()) client.publish_all(batch);
-            std::this_thread::sleep_for(1ms);
+            if (sent == total && held.empty() && !all_made_noted) {
+                publish_s = seconds_between(start_steady, std::chrono::steady_clock::now());
+                all_made_noted = true;
+            }
+            if (!hotspot || (sent == total && (held.empty() || held.top().first > now_ms()))) {
+                std::this_thread::sleep_for(hotspot ? 200us : 1ms);
+            }
         }
+        if (!all_made_noted) publish_s = seconds_between(start_steady, std::chrono::steady_clock::now());
         publishing_done = true;
+        std::this_thread::sleep_for(std::chrono::duration<double>(s.linger_s));
     });
 
     std::vector<double> lateness;
+    lateness.reserve(total);
     std::size_t early = 0;
     std::size_t duplicates = 0;
-    std::map<std::string, int> seen;
+    std::unordered_map<std::string, int> seen;
+    seen.reserve(total);
+    std::optional<TimePoint> first_receive, last_receive;
+    std::chrono::sys_time<std::chrono::microseconds> first_us{}, last_us{};
     while (true) {
-        auto received = receiver.receive(1s);
+        auto received = receiver.receive(200ms);
         if (received) {
             const auto id = testing::string_header(received->message, "x-hourglass-id");
             const auto due = parse_rfc3339(testing::string_header(received->message, "x-hourglass-due"));
-            if (!due || id.rfind("bench-" + run_tag, 0) != 0) continue;
+            if (!due || id.rfind(id_prefix, 0) != 0) continue;
             if (seen[id]++ > 0) {
                 ++duplicates;
                 continue;
             }
+            if (lateness.empty()) first_us = received->received_at_us;
+            last_us = received->received_at_us;
             const auto late_ms =
                 std::chrono::duration<double, std::milli>(received->received_at_us - *due).count();
             if (late_ms < 0) ++early;
             lateness.push_back(late_ms);
         }
-        if (publishing_done && seen.size() >= total) break;
-        TimePoint deadline;
-        {
-            std::lock_guard lock(expected_mutex);
-            deadline = last_due + std::chrono::duration_cast<Milliseconds>(
-                                      std::chrono::duration<double>(s.drain_s));
+        if (publishing_done && seen.size() >= total) {
+            // A moment more, to see duplicates that follow closely.
+            while (auto extra = receiver.receive(500ms)) {
+                const auto id = testing::string_header(extra->message, "x-hourglass-id");
+                if (id.rfind(id_prefix, 0) == 0 && seen[id]++ > 0) ++duplicates;
+            }
+            break;
         }
+        const auto deadline = from_epoch_ms(last_due_ms.load()) +
+                              std::chrono::duration_cast<Milliseconds>(std::chrono::duration<double>(s.drain_s));
         if (publishing_done && now_ms() > deadline) break;
     }
     publisher.join();
-    if (s.mode == "baseline") {
+    if (baseline) {
         receiver.connection().delete_queue(2, baseline_queue);
         receiver.connection().delete_exchange(2, out_exchange);
     }
 
+    std::vector<double> sorted = lateness;
+    std::sort(sorted.begin(), sorted.end());
     const auto lost = total - seen.size();
+    const double span_s = std::chrono::duration<double>(last_us - first_us).count();
     nlohmann::json result = {{"scenario", s.scenario},
                              {"mode", s.mode},
+                             {"pattern", s.pattern},
                              {"jobs", total},
-                             {"rate", s.rate},
                              {"received", seen.size()},
                              {"lost", lost},
                              {"early", early},
                              {"duplicates", duplicates},
-                             {"lateness_p50_ms", percentile(lateness, 0.50)},
-                             {"lateness_p99_ms", percentile(lateness, 0.99)},
-                             {"lateness_max_ms", percentile(lateness, 1.0)},
-                             {"lateness_min_ms", percentile(lateness, 0.0)}};
-    std::printf("%-10s %-10s jobs %7zu  lost %zu  early %zu  dup %zu  lateness p50 %.2f ms  p99 %.2f ms  max %.2f ms  min %.2f ms\n",
+                             {"lateness_p50_ms", percentile(sorted, 0.50)},
+                             {"lateness_p99_ms", percentile(sorted, 0.99)},
+                             {"lateness_max_ms", percentile(sorted, 1.0)},
+                             {"lateness_min_ms", percentile(sorted, 0.0)},
+                             {"publish_s", publish_s}};
+    if (hotspot) {
+        const auto within = static_cast<std::size_t>(
+            std::upper_bound(sorted.begin(), sorted.end(), s.within_s * 1000.0) - sorted.begin());
+        result["instant"] = format_rfc3339_ms(instant);
+        result["lead_s"] = static_cast<double>(s.lead_ms) / 1000.0;
+        // How long before the instant the last command was confirmed by the broker.
+        result["published_ahead_s"] = static_cast<double>(s.lead_ms) / 1000.0 - publish_s;
+        result["within_s"] = s.within_s;
+        result["released_within"] = within;
+        result["release_span_s"] = span_s;
+        result["drain_rate_per_s"] = span_s > 0 ? static_cast<double>(seen.size()) / span_s : 0.0;
+        result["baseline_ttl_ms"] = baseline ? s.baseline_ttl_ms : 0;
+    } else {
+        result["rate"] = s.rate;
+        result["duration_s"] = s.duration_s;
+        result["min_delay_ms"] = s.min_delay_ms;
+        result["max_delay_ms"] = s.max_delay_ms;
+    }
+    std::printf("%-10s %-10s jobs %7zu  lost %zu  early %zu  dup %zu  lateness p50 %.2f ms  p99 %.2f ms  "
+                "max %.2f ms  min %.2f ms",
                 s.scenario.c_str(), s.mode.c_str(), total, lost, early, duplicates,
-                percentile(lateness, 0.5), percentile(lateness, 0.99), percentile(lateness, 1.0),
-                percentile(lateness, 0.0));
+                percentile(sorted, 0.5), percentile(sorted, 0.99), percentile(sorted, 1.0),
+                percentile(sorted, 0.0));
+    if (hotspot) {
+        std::printf("  drain %.0f/s over %.2f s", result["drain_rate_per_s"].get<double>(), span_s);
+    }
+    std::printf("\n");
     std::cout << result.dump() << std::endl;
+    std::this_thread::sleep_for(std::chrono::duration<double>(s.linger_s));
     return lost == 0 && early == 0 ? 0 : 1;
 }

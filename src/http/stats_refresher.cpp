@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <chrono>
 #include <memory>
 
 #include "common/retry.hpp"
@@ -18,12 +20,20 @@ StatsRefresher::StatsRefresher(store::StoreOptions store, metrics::ServiceMetric
 
 StatsRefresher::~StatsRefresher() = default;  // the jthread asks the loop to stop and joins it
 
+Milliseconds next_stats_refresh(Milliseconds interval, Milliseconds last_read) {
+    return std::max(interval, last_read * kStatsReadShare);
+}
+
 void StatsRefresher::refresh_until_stopped(std::stop_token stop) {
     std::unique_ptr<store::JobStore> store;
+    auto wait = interval_;
     do {
         try {
             if (!store) store = std::make_unique<store::JobStore>(store_options_);
+            const auto started = std::chrono::steady_clock::now();
             const auto stats = store->stats();
+            wait = next_stats_refresh(interval_, std::chrono::duration_cast<Milliseconds>(
+                                                     std::chrono::steady_clock::now() - started));
             metrics_.set_job_counts(stats.pending, stats.enqueued, stats.done, stats.cancelled);
             metrics_.set_oldest_pending_lag_ms(stats.oldest_pending_lag_ms);
             metrics_.set_migrations_current(
@@ -33,7 +43,7 @@ void StatsRefresher::refresh_until_stopped(std::stop_token stop) {
             spdlog::debug("metrics: cannot read the stats view: {}", error.what());
             store.reset();
         }
-    } while (sleep_unless_stopped(stop, interval_));
+    } while (sleep_unless_stopped(stop, wait));
 }
 
 }  // namespace hourglass::http

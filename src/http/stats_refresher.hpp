@@ -12,6 +12,14 @@
 
 namespace hourglass::http {
 
+// The stats view counts the jobs per state with sequential scans of hourglass.jobs: at 10
+// million jobs one read takes seconds of PostgreSQL CPU (measured: 7 s at 10 M pending on 2
+// cores, which halved the ingest rate; README "Benchmarks"). The refresher waits at least
+// kStatsReadShare times its last read's duration before the next one, so reading the view
+// never takes more than 1/kStatsReadShare of PostgreSQL's time; small tables keep `interval`.
+inline constexpr int kStatsReadShare = 20;
+Milliseconds next_stats_refresh(Milliseconds interval, Milliseconds last_read);
+
 class StatsRefresher {
 public:
     StatsRefresher(store::StoreOptions store, metrics::ServiceMetrics& metrics,

@@ -94,6 +94,37 @@ std::vector<Message> make_commands(const Settings& s, const std::string& exchang
 
 // Pending rows of this run's jobs: unclaimed, due within the window their x-delay gives
 // (an index range scan of jobs_claimable_due_at, cheap even with millions of other rows).
+// The baseline's consumer: acks in batches of --batch (as hourglass's ingest acks after each
+// commit), counting what it acked, until told to stop.
+std::thread start_batch_acking_consumer(const Settings& s, const std::string& queue,
+                                        std::atomic<std::uint64_t>& consumed,
+                                        const std::atomic<bool>& stop_consuming) {
+    return std::thread([&s, queue, &consumed, &stop_consuming] {
+        Client client(s.amqp_url);
+        auto& c = client.connection();
+        c.set_prefetch(2, s.prefetch);
+        c.consume(2, queue);
+        std::uint64_t unacked = 0, last_tag = 0;
+        while (!stop_consuming) {
+            auto event = c.next_event(unacked ? std::chrono::microseconds{0} : std::chrono::microseconds{100000});
+            if (event) {
+                if (auto* delivery = std::get_if<amqp::Delivery>(&*event)) {
+                    last_tag = delivery->delivery_tag;
+                    if (++unacked < s.batch) continue;
+                } else {
+                    continue;
+                }
+            }
+            if (unacked) {
+                c.ack(2, last_tag, /*multiple=*/true);
+                consumed += unacked;
+                unacked = 0;
+            }
+        }
+        linger(s);
+    });
+}
+
 std::uint64_t count_rows(const Settings& s, double elapsed_s) {
     pqxx::connection db(s.pg_url);
     pqxx::nontransaction tx(db);
@@ -147,30 +178,7 @@ int run_backlog(const Settings& s) {
     std::atomic<bool> stop_consuming{false};
     std::thread consumer;
     if (baseline) {
-        consumer = std::thread([&] {
-            Client client(s.amqp_url);
-            auto& c = client.connection();
-            c.set_prefetch(2, s.prefetch);
-            c.consume(2, queue);
-            std::uint64_t unacked = 0, last_tag = 0;
-            while (!stop_consuming) {
-                auto event = c.next_event(unacked ? std::chrono::microseconds{0} : std::chrono::microseconds{100000});
-                if (event) {
-                    if (auto* delivery = std::get_if<amqp::Delivery>(&*event)) {
-                        last_tag = delivery->delivery_tag;
-                        if (++unacked < s.batch) continue;
-                    } else {
-                        continue;
-                    }
-                }
-                if (unacked) {
-                    c.ack(2, last_tag, /*multiple=*/true);
-                    consumed += unacked;
-                    unacked = 0;
-                }
-            }
-            linger(s);
-        });
+        consumer = start_batch_acking_consumer(s, queue, consumed, stop_consuming);
     }
     // Taken off the queue (hourglass: acked after commit, to within its prefetch window).
     auto taken = [&]() -> std::uint64_t {
@@ -284,30 +292,7 @@ int main(int argc, char** argv) {
 
     std::thread consumer;
     if (baseline) {
-        consumer = std::thread([&] {
-            Client client(s.amqp_url);
-            auto& c = client.connection();
-            c.set_prefetch(2, s.prefetch);
-            c.consume(2, queue);
-            std::uint64_t unacked = 0, last_tag = 0;
-            while (!stop_consuming) {
-                auto event = c.next_event(unacked ? std::chrono::microseconds{0} : std::chrono::microseconds{100000});
-                if (event) {
-                    if (auto* delivery = std::get_if<amqp::Delivery>(&*event)) {
-                        last_tag = delivery->delivery_tag;
-                        if (++unacked < s.batch) continue;
-                    } else {
-                        continue;
-                    }
-                }
-                if (unacked) {
-                    c.ack(2, last_tag, /*multiple=*/true);
-                    consumed += unacked;
-                    unacked = 0;
-                }
-            }
-            linger(s);
-        });
+        consumer = start_batch_acking_consumer(s, queue, consumed, stop_consuming);
     }
 
     std::vector<Sample> samples;

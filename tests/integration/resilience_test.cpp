@@ -21,6 +21,32 @@ protected:
         return queue;
     }
 
+    // A durable subscription, then `count` jobs "<id_prefix>-<i>" due first_delay_ms + 0..9 s.
+    std::string subscribe_and_publish(const std::string& id_prefix, int count, std::int64_t first_delay_ms) {
+        Client client(amqp_url_);
+        const auto queue = durable_subscription(client);
+        std::vector<Message> jobs;
+        for (int i = 0; i < count; ++i) {
+            jobs.push_back(delayed(id_prefix + "-" + std::to_string(i), first_delay_ms + (i * 37) % 9000));
+        }
+        client.publish_all(jobs);
+        return queue;
+    }
+
+    struct Losses {
+        int lost = 0;
+        int duplicates = 0;
+    };
+    static Losses losses(const std::map<std::string, int>& seen, const std::string& id_prefix, int count) {
+        Losses result;
+        for (int i = 0; i < count; ++i) {
+            const auto it = seen.find(id_prefix + "-" + std::to_string(i));
+            if (it == seen.end()) ++result.lost;
+            else result.duplicates += it->second - 1;
+        }
+        return result;
+    }
+
     std::map<std::string, int> collect(const std::string& queue, std::size_t expected,
                                        std::chrono::seconds timeout, std::vector<double>* lateness) {
         Client client(amqp_url_);
@@ -52,16 +78,7 @@ protected:
 TEST_F(Resilience, broker_restart_while_jobs_wait_in_the_delay_queues_loses_nothing) {
     start_hourglass({"--horizon", "4s"});
     constexpr int kJobs = 300;
-    std::string queue;
-    {
-        Client client(amqp_url_);
-        queue = durable_subscription(client);
-        std::vector<Message> jobs;
-        for (int i = 0; i < kJobs; ++i) {
-            jobs.push_back(delayed("broker-" + std::to_string(i), 5000 + (i * 37) % 9000));
-        }
-        client.publish_all(jobs);
-    }
+    const auto queue = subscribe_and_publish("broker", kJobs, 5000);
     // Some runs wait in the delay queues, the rest in PostgreSQL. None is due before the broker
     // is down: a run expiring while a classic queue shuts down can be dropped by the broker
     // (its dead-lettering is at-most-once), a known gap tracked with the faults work.
@@ -76,12 +93,7 @@ TEST_F(Resilience, broker_restart_while_jobs_wait_in_the_delay_queues_loses_noth
 
     std::vector<double> lateness;
     const auto seen = collect(queue, kJobs, 60s, &lateness);
-    int lost = 0, duplicates = 0;
-    for (int i = 0; i < kJobs; ++i) {
-        const auto it = seen.find("broker-" + std::to_string(i));
-        if (it == seen.end()) ++lost;
-        else duplicates += it->second - 1;
-    }
+    const auto [lost, duplicates] = losses(seen, "broker", kJobs);
     std::sort(lateness.begin(), lateness.end());
     std::cout << "[broker restart] jobs " << kJobs << ", lost " << lost << ", duplicates "
               << duplicates << ", max lateness " << (lateness.empty() ? 0 : lateness.back())
@@ -121,28 +133,14 @@ TEST_F(Resilience, a_run_the_broker_lost_is_published_again) {
 TEST_F(Resilience, runs_due_while_the_broker_restarts_are_not_lost) {
     start_hourglass({"--horizon", "4s", "--resend-after", "5s"});
     constexpr int kJobs = 300;
-    std::string queue;
-    {
-        Client client(amqp_url_);
-        queue = durable_subscription(client);
-        std::vector<Message> jobs;
-        for (int i = 0; i < kJobs; ++i) {
-            jobs.push_back(delayed("shutdown-" + std::to_string(i), 1000 + (i * 37) % 9000));
-        }
-        client.publish_all(jobs);
-    }
+    const auto queue = subscribe_and_publish("shutdown", kJobs, 1000);
     std::this_thread::sleep_for(1500ms);  // some released, some due during the shutdown
     services("stop-rabbit");
     std::this_thread::sleep_for(2s);
     services("start-rabbit");
 
     const auto seen = collect(queue, kJobs, 90s, nullptr);
-    int lost = 0, duplicates = 0;
-    for (int i = 0; i < kJobs; ++i) {
-        const auto it = seen.find("shutdown-" + std::to_string(i));
-        if (it == seen.end()) ++lost;
-        else duplicates += it->second - 1;
-    }
+    const auto [lost, duplicates] = losses(seen, "shutdown", kJobs);
     std::cout << "[broker restart, runs due during shutdown] jobs " << kJobs << ", lost " << lost
               << ", duplicates " << duplicates << "\n";
     EXPECT_EQ(lost, 0);

@@ -146,8 +146,8 @@ int run_backlog(const Settings& s) {
     std::string queue = s.prefix + ".in";
     Client monitor(s.amqp_url);
     if (baseline) {
-        exchange = "bench.ingest." + run_tag;
-        queue = "bench.ingest." + run_tag;
+        exchange = "hourglass.bench.ingest." + run_tag;
+        queue = "hourglass.bench.ingest." + run_tag;
         auto& c = monitor.connection();
         c.declare_exchange(2, exchange, "topic");
         c.declare_queue(2, queue, {{"x-queue-type", std::string("classic")}});
@@ -260,8 +260,8 @@ int main(int argc, char** argv) {
     std::string queue = s.prefix + ".in";
     Client monitor(s.amqp_url);
     if (baseline) {
-        exchange = "bench.ingest." + run_tag;
-        queue = "bench.ingest." + run_tag;
+        exchange = "hourglass.bench.ingest." + run_tag;
+        queue = "hourglass.bench.ingest." + run_tag;
         auto& c = monitor.connection();
         c.declare_exchange(2, exchange, "topic");
         c.declare_queue(2, queue, {{"x-queue-type", std::string("classic")}});

@@ -103,8 +103,8 @@ int main(int argc, char** argv) {
 
     Client receiver(s.amqp_url);
     if (baseline) {
-        out_exchange = "bench.baseline.out." + run_tag;
-        baseline_queue = "bench.baseline.ttl." + run_tag;
+        out_exchange = "hourglass.bench.baseline.out." + run_tag;
+        baseline_queue = "hourglass.bench.baseline.ttl." + run_tag;
         auto& c = receiver.connection();
         c.declare_exchange(2, out_exchange, "fanout");
         c.declare_queue(2, baseline_queue,

@@ -15,6 +15,7 @@ StatsRefresher::StatsRefresher(store::StoreOptions store, metrics::ServiceMetric
                                Milliseconds interval)
     : store_options_(std::move(store)), metrics_(metrics), interval_(interval) {
     store_options_.open_connections = nullptr;  // not a pipeline component: not in /readyz
+    store_options_.background = true;
     thread_ = std::jthread([this](std::stop_token stop) { refresh_until_stopped(stop); });
 }
 
@@ -30,14 +31,15 @@ void StatsRefresher::refresh_until_stopped(std::stop_token stop) {
     do {
         try {
             if (!store) store = std::make_unique<store::JobStore>(store_options_);
+            // Before the scan, which takes seconds at millions of jobs: /readyz needs only this.
+            metrics_.set_migrations_current(
+                store::migrations_current(store->connection(), store_options_.schema));
             const auto started = std::chrono::steady_clock::now();
             const auto stats = store->stats();
             wait = next_stats_refresh(interval_, std::chrono::duration_cast<Milliseconds>(
                                                      std::chrono::steady_clock::now() - started));
             metrics_.set_job_counts(stats.pending, stats.enqueued, stats.done, stats.cancelled);
             metrics_.set_oldest_pending_lag_ms(stats.oldest_pending_lag_ms);
-            metrics_.set_migrations_current(
-                store::migrations_current(store->connection(), store_options_.schema));
         } catch (const std::exception& error) {
             // The components log lost connections; this only says why the gauges are stale.
             spdlog::debug("metrics: cannot read the stats view: {}", error.what());

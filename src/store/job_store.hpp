@@ -24,6 +24,9 @@ struct StoreOptions {
     std::string schema = "hourglass";
     // Counts a JobStore's connection while it is open (hourglass_connected, /readyz); may be null.
     metrics::Gauge* open_connections = nullptr;
+    // A background reader (the stats refresher) runs without parallel workers, so its scan of
+    // a large table takes one core, not every core the loader and ingest need.
+    bool background = false;
 };
 
 class JobStore {

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "integration/harness.hpp"
+#include "store/job_store.hpp"
 #include "support/prometheus_text.hpp"
 
 namespace hourglass::testing {
@@ -258,6 +259,20 @@ TEST_F(Operations, status_prints_the_stats_view_as_a_table) {
     const auto missing = run_cli({"status", "--pg-url", pg_url_, "--schema", "hg_no_such_schema"});
     EXPECT_EQ(missing.exit_code, 1);
     EXPECT_THAT(missing.err, HasSubstr("hourglass migrate"));
+}
+
+// At 10 M jobs one read of the stats view takes seconds; with parallel workers it took every
+// core of a 2-core machine from ingest (README "Benchmarks").
+TEST_F(Operations, the_background_stats_reader_scans_without_parallel_workers) {
+    const auto setting = [&](bool background) {
+        store::StoreOptions options{.pg_url = pg_url_, .schema = schema_};
+        options.background = background;
+        const auto connection = store::connect(options);
+        pqxx::nontransaction tx(*connection);
+        return tx.exec1("SHOW max_parallel_workers_per_gather")[0].as<std::string>();
+    };
+    EXPECT_EQ(setting(true), "0");
+    EXPECT_NE(setting(false), "0");  // PostgreSQL's default (2) for the pipeline's connections
 }
 
 TEST_F(Operations, passwords_never_appear_in_logs_metrics_status_or_errors) {

@@ -138,21 +138,30 @@ std::uint64_t count_rows(const Settings& s, double elapsed_s) {
         .as<std::uint64_t>();
 }
 
+// Where commands go: hourglass's input exchange and queue, or (baseline) a durable topic
+// exchange and classic queue of this run, declared here.
+struct Input {
+    std::string run_tag;
+    std::string exchange;
+    std::string queue;
+};
+
+Input input_of(const Settings& s, Client& monitor) {
+    const auto run_tag = std::to_string(std::random_device{}() % 1000000);
+    if (s.mode != "baseline") return {run_tag, s.prefix + ".in", s.prefix + ".in"};
+    Input input{run_tag, "hourglass.bench.ingest." + run_tag, "hourglass.bench.ingest." + run_tag};
+    auto& c = monitor.connection();
+    c.declare_exchange(2, input.exchange, "topic");
+    c.declare_queue(2, input.queue, {{"x-queue-type", std::string("classic")}});
+    c.bind_queue(2, input.queue, input.exchange, "#");
+    return input;
+}
+
 // --phase fill / drain.
 int run_backlog(const Settings& s) {
     const bool baseline = s.mode == "baseline";
-    const auto run_tag = std::to_string(std::random_device{}() % 1000000);
-    std::string exchange = s.prefix + ".in";
-    std::string queue = s.prefix + ".in";
     Client monitor(s.amqp_url);
-    if (baseline) {
-        exchange = "hourglass.bench.ingest." + run_tag;
-        queue = "hourglass.bench.ingest." + run_tag;
-        auto& c = monitor.connection();
-        c.declare_exchange(2, exchange, "topic");
-        c.declare_queue(2, queue, {{"x-queue-type", std::string("classic")}});
-        c.bind_queue(2, queue, exchange, "#");
-    }
+    const auto [run_tag, exchange, queue] = input_of(s, monitor);
     auto fill = [&] {
         Client client(s.amqp_url);
         std::uint64_t n = 0;
@@ -255,18 +264,8 @@ int main(int argc, char** argv) {
     if (s.phase != "live") return run_backlog(s);
 
     const bool baseline = s.mode == "baseline";
-    const auto run_tag = std::to_string(std::random_device{}() % 1000000);
-    std::string exchange = s.prefix + ".in";
-    std::string queue = s.prefix + ".in";
     Client monitor(s.amqp_url);
-    if (baseline) {
-        exchange = "hourglass.bench.ingest." + run_tag;
-        queue = "hourglass.bench.ingest." + run_tag;
-        auto& c = monitor.connection();
-        c.declare_exchange(2, exchange, "topic");
-        c.declare_queue(2, queue, {{"x-queue-type", std::string("classic")}});
-        c.bind_queue(2, queue, exchange, "#");
-    }
+    const auto [run_tag, exchange, queue] = input_of(s, monitor);
     const auto ready_at_start = monitor.queue_size(queue).value_or(0);
 
     std::atomic<std::uint64_t> published{0};  // confirmed by the broker

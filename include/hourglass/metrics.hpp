@@ -162,6 +162,9 @@ public:
     // Loader: runs recorded as handed over to the delay topology; publishes awaiting a confirm.
     void count_runs_enqueued(std::size_t runs) noexcept { runs_enqueued_.increment(runs); }
     void count_runs_resent(std::size_t runs) noexcept { runs_resent_.increment(runs); }
+    // How long after its publish instant (due − TTL) a run was published into a delay queue:
+    // its release is late by at least this, whatever the broker does (README "Benchmarks").
+    void observe_handover_lateness(std::chrono::microseconds lateness) noexcept;
     void set_unconfirmed_publishes(std::size_t publishes) noexcept {
         unconfirmed_publishes_.set(static_cast<double>(publishes));
     }
@@ -202,6 +205,7 @@ private:
     Counter& releases_forwarded_;
     Counter& releases_forwarded_unroutable_;
     Histogram& release_lateness_seconds_;
+    Histogram& handover_lateness_seconds_;
     Gauge& jobs_pending_;
     Gauge& jobs_enqueued_;
     Gauge& jobs_done_;

@@ -37,9 +37,11 @@ void audit_session(const AuditOptions& options, std::stop_token stop) {
     connection.consume(kChannel, options.names.audit);
     spdlog::info("audit: consuming {}", options.names.audit);
 
+    using Clock = std::chrono::steady_clock;
+    constexpr auto kNoBatch = Clock::time_point::max();  // flush_at while the batch is empty
     std::vector<ObservedRelease> batch;
     std::uint64_t last_tag = 0;
-    std::optional<std::chrono::steady_clock::time_point> flush_at;
+    auto flush_at = kNoBatch;
     auto flush = [&] {
         if (last_tag == 0) return;
         options.metrics->count_releases(batch.size(), store.record_releases(batch));
@@ -47,15 +49,14 @@ void audit_session(const AuditOptions& options, std::stop_token stop) {
         spdlog::debug("audit: recorded {} releases", batch.size());
         batch.clear();
         last_tag = 0;
-        flush_at.reset();
+        flush_at = kNoBatch;
     };
 
     while (!stop.stop_requested()) {
         auto wait = std::chrono::microseconds{100000};
-        if (flush_at) {
+        if (flush_at != kNoBatch) {
             wait = std::max(std::chrono::microseconds{0},
-                            std::chrono::duration_cast<std::chrono::microseconds>(
-                                *flush_at - std::chrono::steady_clock::now()));
+                            std::chrono::duration_cast<std::chrono::microseconds>(flush_at - Clock::now()));
         }
         if (auto event = connection.next_event(wait)) {
             auto* delivery = std::get_if<amqp::Delivery>(&*event);
@@ -69,9 +70,9 @@ void audit_session(const AuditOptions& options, std::stop_token stop) {
                              options.names.audit);
             }
             last_tag = delivery->delivery_tag;
-            if (!flush_at) flush_at = std::chrono::steady_clock::now() + options.batch_wait;
+            if (flush_at == kNoBatch) flush_at = Clock::now() + options.batch_wait;
             if (batch.size() >= options.batch_size) flush();
-        } else if (flush_at && std::chrono::steady_clock::now() >= *flush_at) {
+        } else if (Clock::now() >= flush_at) {
             flush();
         }
     }

@@ -329,6 +329,9 @@ Table add_connection_gauges(Registry& registry) {
     return gauges;
 }
 
+// Seconds, Prometheus's base unit; the buckets span 1 ms to 1 s.
+const std::vector<double> kLatenessBuckets{0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1};
+
 Gauge& add_jobs_gauge(Registry& registry, const std::string& state) {
     return registry.add_gauge("hourglass_jobs",
                               "Jobs per state, from the stats view (refreshed every few seconds).",
@@ -359,12 +362,16 @@ ServiceMetrics::ServiceMetrics()
           "hourglass_releases_forwarded_unroutable_total",
           "Released runs with a target exchange that could not route them or no longer existed, "
           "published to <prefix>.unroutable instead.")),
-      // Seconds, Prometheus's base unit; the buckets span 1 ms to 1 s.
       release_lateness_seconds_(registry_.add_histogram(
           "hourglass_release_lateness_seconds",
           "Observed release time minus the due time (or the time the command was accepted, if "
           "later).",
-          {0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1})),
+          kLatenessBuckets)),
+      handover_lateness_seconds_(registry_.add_histogram(
+          "hourglass_handover_lateness_seconds",
+          "Publish time of a run into its delay queue minus the instant that releases it on time "
+          "(due minus the queue's TTL); the release is late by at least this.",
+          kLatenessBuckets)),
       jobs_pending_(add_jobs_gauge(registry_, "pending")),
       jobs_enqueued_(add_jobs_gauge(registry_, "enqueued")),
       jobs_done_(add_jobs_gauge(registry_, "done")),
@@ -402,6 +409,10 @@ void ServiceMetrics::count_releases(std::size_t observed,
                                     const std::vector<double>& lateness_ms) noexcept {
     releases_observed_.increment(observed);
     for (const double ms : lateness_ms) release_lateness_seconds_.observe(ms / 1000.0);
+}
+
+void ServiceMetrics::observe_handover_lateness(std::chrono::microseconds lateness) noexcept {
+    handover_lateness_seconds_.observe(std::chrono::duration<double>(lateness).count());
 }
 
 void ServiceMetrics::set_job_counts(std::int64_t pending, std::int64_t enqueued, std::int64_t done,

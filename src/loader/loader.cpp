@@ -271,8 +271,12 @@ void Loader::publish_session(std::stop_token stop) {
                 }
             }
             for (auto& scheduled : due_now) {
-                const auto sequence =
-                    connection.publish(kChannel, release_message(scheduled.run, now_ms()));
+                const auto now = std::chrono::system_clock::now();
+                const auto sequence = connection.publish(
+                    kChannel, release_message(scheduled.run,
+                                              std::chrono::time_point_cast<Milliseconds>(now)));
+                options_.metrics->observe_handover_lateness(
+                    std::chrono::duration_cast<std::chrono::microseconds>(now - scheduled.publish_at));
                 in_flight.emplace(sequence, std::move(scheduled));
             }
             if (stop.stop_requested()) {

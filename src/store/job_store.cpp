@@ -211,7 +211,10 @@ std::unique_ptr<pqxx::connection> connect(const StoreOptions& options) {
     auto connection = std::make_unique<pqxx::connection>(options.pg_url);
     connection->set_variable("search_path", connection->quote_name(options.schema));
     connection->set_variable("application_name", "'hourglass'");
-    if (options.background) connection->set_variable("max_parallel_workers_per_gather", "0");
+    if (options.background) {
+        connection->set_variable("max_parallel_workers_per_gather", "0");
+        connection->set_variable("jit", "off");
+    }
     return connection;
 }
 

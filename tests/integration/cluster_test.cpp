@@ -128,7 +128,9 @@ TEST_F(Cluster, quorum_queues_lose_nothing_when_a_node_stops_under_load) {
             jobs.push_back(delayed("c-" + std::to_string(i), 1000 + (i * 8000) / kJobs));
         }
         client.publish_all(jobs);
-        if (wave == 1) ASSERT_TRUE(cluster.run("stop-rabbit-node", 3));
+        if (wave == 1) {
+            ASSERT_TRUE(cluster.run("stop-rabbit-node", 3));
+        }
     }
 
     std::map<std::string, int> seen;

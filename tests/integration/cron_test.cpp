@@ -124,7 +124,9 @@ TEST_F(Cron, runs_missed_while_hourglass_was_down_are_coalesced_into_one) {
     EXPECT_EQ(overdue, 1) << "missed runs are coalesced into exactly one";
     // The schedule continues from now on even seconds.
     for (const auto& r : after) {
-        if (due_of(r) >= restarted) EXPECT_EQ(due_of(r).time_since_epoch() % 2000ms, 0ms);
+        if (due_of(r) >= restarted) {
+            EXPECT_EQ(due_of(r).time_since_epoch() % 2000ms, 0ms);
+        }
     }
     const auto log = processes_.back()->log_tail(200);
     EXPECT_NE(log.find("coalesced"), std::string::npos) << "coalescing is logged";

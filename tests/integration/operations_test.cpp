@@ -110,6 +110,7 @@ TEST_F(Operations, metrics_are_prometheus_text_and_count_exactly_the_commands_th
     EXPECT_EQ(delta("hourglass_runs_enqueued_total"), 1);
     EXPECT_EQ(delta("hourglass_releases_observed_total"), 1);
     EXPECT_EQ(delta("hourglass_release_lateness_seconds_count"), 1);
+    EXPECT_EQ(delta("hourglass_handover_lateness_seconds_count"), 1);
     EXPECT_EQ(series(after, "hourglass_unconfirmed_publishes"), 0);
     EXPECT_EQ(series(after, "hourglass_connected", {{"component", "ingest"}, {"peer", "rabbitmq"}}),
               1);
@@ -263,16 +264,19 @@ TEST_F(Operations, status_prints_the_stats_view_as_a_table) {
 
 // At 10 M jobs one read of the stats view takes seconds; with parallel workers it took every
 // core of a 2-core machine from ingest (README "Benchmarks").
-TEST_F(Operations, the_background_stats_reader_scans_without_parallel_workers) {
-    const auto setting = [&](bool background) {
+TEST_F(Operations, the_background_stats_reader_scans_without_parallel_workers_or_jit) {
+    const auto setting = [&](bool background, const std::string& name) {
         store::StoreOptions options{.pg_url = pg_url_, .schema = schema_};
         options.background = background;
         const auto connection = store::connect(options);
         pqxx::nontransaction tx(*connection);
-        return tx.exec1("SHOW max_parallel_workers_per_gather")[0].as<std::string>();
+        return tx.exec1("SHOW " + tx.quote_name(name))[0].as<std::string>();
     };
-    EXPECT_EQ(setting(true), "0");
-    EXPECT_NE(setting(false), "0");  // PostgreSQL's default (2) for the pipeline's connections
+    EXPECT_EQ(setting(true, "max_parallel_workers_per_gather"), "0");
+    EXPECT_EQ(setting(true, "jit"), "off");
+    // PostgreSQL's defaults for the pipeline's connections.
+    EXPECT_NE(setting(false, "max_parallel_workers_per_gather"), "0");
+    EXPECT_EQ(setting(false, "jit"), "on");
 }
 
 TEST_F(Operations, passwords_never_appear_in_logs_metrics_status_or_errors) {

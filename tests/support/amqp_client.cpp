@@ -4,7 +4,16 @@
 
 namespace hourglass::testing {
 
-Client::Client(const std::string& url) : connection_(amqp::ConnectionOptions{url, "hourglass test"}) {
+namespace {
+amqp::ConnectionOptions client_options(const std::string& url) {
+    amqp::ConnectionOptions options;
+    options.url = url;
+    options.connection_name = "hourglass test";
+    return options;
+}
+}  // namespace
+
+Client::Client(const std::string& url) : connection_(client_options(url)) {
     connection_.open_channel(1);
     connection_.enable_confirms(1);
     connection_.open_channel(2);

@@ -211,6 +211,21 @@ TEST(ServiceMetrics, releases_feed_the_lateness_histogram_in_seconds) {
     EXPECT_DOUBLE_EQ(parsed.value("hourglass_release_lateness_seconds_sum"), 1.5034);
 }
 
+TEST(ServiceMetrics, handover_lateness_is_a_histogram_in_seconds_with_microsecond_input) {
+    ServiceMetrics metrics;
+    using std::chrono::microseconds;
+    metrics.observe_handover_lateness(microseconds{300});
+    metrics.observe_handover_lateness(microseconds{3000});
+    metrics.observe_handover_lateness(microseconds{2000000});
+    const auto parsed = prom::parse(metrics.registry().render_prometheus());
+    EXPECT_EQ(parsed.value("hourglass_handover_lateness_seconds_bucket", {{"le", "0.001"}}), 1);
+    EXPECT_EQ(parsed.value("hourglass_handover_lateness_seconds_bucket", {{"le", "0.005"}}), 2);
+    EXPECT_EQ(parsed.value("hourglass_handover_lateness_seconds_bucket", {{"le", "1"}}), 2);
+    EXPECT_EQ(parsed.value("hourglass_handover_lateness_seconds_count"), 3);
+    EXPECT_DOUBLE_EQ(parsed.value("hourglass_handover_lateness_seconds_sum"), 2.0033);
+    EXPECT_EQ(parsed.value("hourglass_release_lateness_seconds_count"), 0);
+}
+
 TEST(ServiceMetrics, gauges_from_the_stats_view_and_the_loader) {
     ServiceMetrics metrics;
     metrics.set_job_counts(7, 2, 40, 1);

@@ -35,6 +35,7 @@ void StatsRefresher::refresh_until_stopped(std::stop_token stop) {
             metrics_.set_migrations_current(
                 store::migrations_current(store->connection(), store_options_.schema));
             const auto started = std::chrono::steady_clock::now();
+            store->fold_job_counts();
             const auto stats = store->stats();
             wait = next_stats_refresh(interval_, std::chrono::duration_cast<Milliseconds>(
                                                      std::chrono::steady_clock::now() - started));

@@ -357,6 +357,12 @@ Stats JobStore::stats() {
     return stats;
 }
 
+void JobStore::fold_job_counts() {
+    pqxx::work tx(*connection_);
+    tx.exec("SELECT fold_job_counts()");
+    tx.commit();
+}
+
 std::optional<TimePoint> JobStore::next_claimable_due() {
     pqxx::read_transaction tx(*connection_);
     return optional_time_of(tx.exec_prepared1("next_claimable_due")[0]);

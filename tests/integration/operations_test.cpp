@@ -262,6 +262,70 @@ TEST_F(Operations, status_prints_the_stats_view_as_a_table) {
     EXPECT_THAT(missing.err, HasSubstr("hourglass migrate"));
 }
 
+// The counts of hourglass.stats come from counters that every write to jobs keeps (migration
+// 004): they must match count(*) after hourglass's own writes, an operator's (whatever their
+// search_path), a fold and a TRUNCATE, and the view must be able to answer without a scan.
+TEST_F(Operations, stats_counts_follow_every_write_without_reading_the_whole_table) {
+    start_hourglass();
+    const auto counts_in_view = [&] {
+        return sql("SELECT format('%s/%s/%s/%s', pending, enqueued, done, cancelled) FROM stats")[0][0]
+            .as<std::string>();
+    };
+    const auto counts_in_table = [&] {
+        return sql("SELECT format('%s/%s/%s/%s', count(*) FILTER (WHERE state = 'pending'), "
+                   "count(*) FILTER (WHERE state = 'enqueued'), count(*) FILTER (WHERE state = "
+                   "'done'), count(*) FILTER (WHERE state = 'cancelled')) FROM jobs")[0][0]
+            .as<std::string>();
+    };
+    Client client(amqp_url_);
+    client.publish_all({delayed("n-far-1", 600000), delayed("n-far-2", 600000),
+                        delayed("n-far-3", 600000), delayed("n-soon", 300)});
+    ASSERT_TRUE(eventually("SELECT state FROM jobs WHERE id = 'n-soon'", "done"));
+    client.publish_all({cancel_command("n-far-3")});
+    ASSERT_TRUE(eventually("SELECT state FROM jobs WHERE id = 'n-far-3'", "cancelled"));
+    EXPECT_EQ(counts_in_view(), "2/0/1/1");
+    EXPECT_EQ(counts_in_view(), counts_in_table());
+
+    {  // An operator's session, without hourglass's search_path.
+        pqxx::connection operator_session(pg_url_);
+        pqxx::work tx(operator_session);
+        const auto jobs = tx.quote_name(schema_) + ".jobs";
+        tx.exec("DELETE FROM " + jobs + " WHERE id = 'n-far-2'");
+        tx.exec("UPDATE " + jobs + " SET state = 'cancelled' WHERE id = 'n-far-1'");
+        tx.exec("INSERT INTO " + jobs + " (id, routing_key, due_at, body, properties) VALUES "
+                "('n-by-hand', 'k', now() + interval '1 day', '\\x', '{}')");
+        tx.commit();
+    }
+    EXPECT_EQ(counts_in_view(), "1/0/1/2");
+    sql("SELECT fold_job_counts()");
+    EXPECT_EQ(sql("SELECT count(*) FROM job_count_deltas")[0][0].as<int>(), 0);
+    EXPECT_EQ(counts_in_view(), "1/0/1/2");
+    EXPECT_EQ(counts_in_view(), counts_in_table());
+
+    // 20,000 more rows by hand (about 600 pages of jobs): a read of the view that touches
+    // every row would count them in its buffers; the counters and indexes need a few dozen.
+    sql("INSERT INTO jobs (id, routing_key, due_at, body, properties) SELECT 'n-bulk-' || i, "
+        "'k', now() + interval '1 day', '\\x', '{}' FROM generate_series(1, 20000) AS i");
+    sql("ANALYZE jobs");
+    EXPECT_EQ(counts_in_view(), "20001/0/1/2");
+    std::string plan;
+    long buffers = 0;  // summed over the plan's nodes (parents repeat children): an upper bound
+    for (const auto& line : sql("EXPLAIN (ANALYZE, BUFFERS) SELECT * FROM stats")) {
+        const auto text = line[0].as<std::string>();
+        plan += text + "\n";
+        for (const auto* key : {"hit=", "read="}) {
+            if (const auto at = text.find(key); at != std::string::npos && text.find("Buffers") != std::string::npos) {
+                buffers += std::stol(text.substr(at + std::string(key).size()));
+            }
+        }
+    }
+    EXPECT_GT(buffers, 0) << plan;
+    EXPECT_LT(buffers, 300) << plan;
+
+    sql("TRUNCATE jobs");
+    EXPECT_EQ(counts_in_view(), "0/0/0/0");
+}
+
 // At 10 M jobs one read of the stats view takes seconds; with parallel workers it took every
 // core of a 2-core machine from ingest (README "Benchmarks").
 TEST_F(Operations, the_background_stats_reader_scans_without_parallel_workers_or_jit) {

@@ -31,7 +31,7 @@ void StatsRefresher::refresh_until_stopped(std::stop_token stop) {
     do {
         try {
             if (!store) store = std::make_unique<store::JobStore>(store_options_);
-            // Before the scan, which takes seconds at millions of jobs: /readyz needs only this.
+            // First: /readyz needs only this, whatever the read below costs.
             metrics_.set_migrations_current(
                 store::migrations_current(store->connection(), store_options_.schema));
             const auto started = std::chrono::steady_clock::now();

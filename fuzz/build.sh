@@ -20,9 +20,9 @@ mkdir -p build-fuzz
 # files, anything else the whole core library (src/ without the CLI entry point).
 sources_for() {
     case "$1" in
-        cron) echo src/cron/parse.cpp src/cron/next_occurrence.cpp src/cron/zone.cpp ;;
+        cron) echo src/common/text.cpp src/cron/parse.cpp src/cron/next_occurrence.cpp src/cron/zone.cpp ;;
         rfc3339) echo src/common/time.cpp ;;
-        command) echo src/ingest/command_parser.cpp src/common/time.cpp src/common/message.cpp \
+        command) echo src/common/text.cpp src/ingest/command_parser.cpp src/common/time.cpp src/common/message.cpp \
                       src/common/uuid.cpp src/store/properties_json.cpp ;;
         properties) echo src/store/properties_json.cpp src/amqp/field_table.cpp \
                          src/common/message.cpp ;;

@@ -7,7 +7,6 @@
 
 #include <functional>
 #include <optional>
-#include <regex>
 #include <string>
 #include <variant>
 
@@ -76,18 +75,36 @@ struct Command {
     std::optional<std::string> correlation_id;
 };
 
+// AMQP short strings (exchange, queue and routing key names, message_id) hold at most 255 bytes.
+inline constexpr std::size_t kMaxNameBytes = 255;
+
 struct CommandLimits {
     std::size_t max_body_bytes = 1024 * 1024;
     Milliseconds max_delay = std::chrono::duration_cast<Milliseconds>(std::chrono::days{3650});
     std::size_t max_header_count = 256;  // entries in the top-level header table
-    // Exchanges other than the output exchange a job may target (x-hourglass-exchange).
-    std::optional<std::regex> allow_exchange;
+    std::size_t max_header_depth = 16;   // nesting of tables and arrays in the headers
+    // The largest encoded properties a job may be stored with, so that its release (which adds
+    // at most kReleaseHeaderReserve bytes of x-hourglass-* headers) fits the connection's
+    // frame_max (SPEC §3.3). Set by ingest from the negotiated frame_max.
+    std::size_t max_properties_bytes = 131072 - 4096;
+    // Exchanges other than the output exchange a job may target (x-hourglass-exchange): called
+    // with names of at most kMaxNameBytes only, and must run in bounded time and stack (an
+    // automaton, such as RE2). Unset: none.
+    std::function<bool(std::string_view)> allow_exchange;
     std::string output_exchange = "hourglass.out";
     // Validates a cron expression and zone and computes the first run after `after`; returns the
     // first due time or an error. Unset: recurring jobs are rejected.
     std::function<std::variant<TimePoint, std::string>(const CronSpec&, TimePoint after)>
         first_cron_run;
 };
+
+// Room kept in a frame for the headers hourglass adds on release (x-hourglass-id, -due, -run,
+// -exchange, -user-id, -expiration) and the frame's own bytes.
+inline constexpr std::size_t kReleaseHeaderReserve = 2048;
+// Earliest and latest due time accepted: years 0001 to 9999 in UTC, which PostgreSQL stores and
+// RFC 3339 writes (year 0 and 5-digit years are refused by one or the other).
+inline constexpr std::int64_t kMinDueEpochMs = -62135596800000;  // 0001-01-01T00:00:00.000Z
+inline constexpr std::int64_t kMaxDueEpochMs = 253402300799999;  // 9999-12-31T23:59:59.999Z
 
 // Turns a delivery from hourglass.in into a command. `received_at` is when hourglass took it
 // (the base of x-delay); `generate_id` makes an id for schedules without message_id.

@@ -90,4 +90,14 @@ void set_header(BasicProperties& properties, std::string name, FieldValue value)
 // Removes every occurrence of a header. Returns whether any was removed.
 bool remove_header(BasicProperties& properties, std::string_view name);
 
+// Bytes the properties take in an AMQP 0-9-1 content header frame (flags and fields, without
+// the frame's own 22 bytes). A content header must fit in one frame (frame_max), so this is
+// what decides whether a message can be published at all (SPEC §3.3).
+std::size_t encoded_size(const BasicProperties& properties);
+// Bytes one header entry (name and value) adds to the header table.
+std::size_t encoded_header_size(const std::string& name, const FieldValue& value);
+// Frame bytes around the properties of a content header: frame type, channel, size and end
+// octet (8), class, weight and body size (12), and the flags are counted by encoded_size.
+inline constexpr std::size_t kContentHeaderOverhead = 20;
+
 }  // namespace hourglass

@@ -4,7 +4,8 @@
 #pragma once
 
 #include <optional>
-#include <regex>
+#include <functional>
+#include <string_view>
 #include <string>
 
 #include "audit/audit_consumer.hpp"
@@ -32,7 +33,7 @@ struct ServiceOptions {
     std::string max_delay = "3650d";
     std::size_t max_body = 1024 * 1024;
     bool no_audit = false;
-    // ECMAScript regular expression an x-hourglass-exchange target must match as a whole;
+    // RE2 regular expression an x-hourglass-exchange target must match as a whole;
     // empty: no exchange other than <prefix>.out is allowed (SPEC §3.1).
     std::string allow_exchange;
     std::string log_level = "info";
@@ -53,9 +54,10 @@ struct ServiceOptions {
     std::vector<std::string> secrets() const;
 };
 
-// The --allow-exchange expression, compiled; nothing when empty. Throws std::invalid_argument
+// The --allow-exchange expression (RE2 syntax), compiled into a whole-name matcher; empty when
+// the expression is empty. Throws std::invalid_argument
 // naming the expression and what is wrong with it.
-std::optional<std::regex> compile_allow_exchange(const std::string& expression);
+std::function<bool(std::string_view)> compile_allow_exchange(const std::string& expression);
 
 // "250ms", "60s", "5m", "2h", "7d", or a plain number of milliseconds. Throws
 // std::invalid_argument with a message naming the value.

@@ -25,4 +25,55 @@ bool remove_header(BasicProperties& properties, std::string_view name) {
     return removed > 0;
 }
 
+namespace {
+
+std::size_t encoded_size(const FieldTable& table);
+
+std::size_t encoded_size(const FieldValue& value) {
+    return std::visit(
+        [](const auto& v) -> std::size_t {
+            using T = std::decay_t<decltype(v)>;
+            if constexpr (std::is_same_v<T, Void>) return 0;
+            else if constexpr (std::is_same_v<T, bool>) return 1;
+            else if constexpr (std::is_arithmetic_v<T>) return sizeof(T);
+            else if constexpr (std::is_same_v<T, Decimal>) return 5;
+            else if constexpr (std::is_same_v<T, Timestamp>) return 8;
+            else if constexpr (std::is_same_v<T, std::string>) return 4 + v.size();
+            else if constexpr (std::is_same_v<T, ByteArray>) return 4 + v.bytes.size();
+            else if constexpr (std::is_same_v<T, FieldArray>) {
+                std::size_t size = 4;
+                for (const auto& item : v) size += 1 + encoded_size(item);
+                return size;
+            } else return encoded_size(v);
+        },
+        value.value);
+}
+
+std::size_t encoded_size(const FieldTable& table) {
+    std::size_t size = 4;
+    for (const auto& [key, value] : table) size += 1 + key.size() + 1 + encoded_size(value);
+    return size;
+}
+
+}  // namespace
+
+std::size_t encoded_header_size(const std::string& name, const FieldValue& value) {
+    return 1 + name.size() + 1 + encoded_size(value);
+}
+
+std::size_t encoded_size(const BasicProperties& properties) {
+    std::size_t size = 2;  // the property flags
+    for (const auto* text : {&properties.content_type, &properties.content_encoding,
+                             &properties.correlation_id, &properties.reply_to,
+                             &properties.expiration, &properties.message_id, &properties.type,
+                             &properties.user_id, &properties.app_id, &properties.cluster_id}) {
+        if (*text) size += 1 + (*text)->size();
+    }
+    if (properties.headers) size += encoded_size(*properties.headers);
+    if (properties.delivery_mode) size += 1;
+    if (properties.priority) size += 1;
+    if (properties.timestamp) size += 8;
+    return size;
+}
+
 }  // namespace hourglass

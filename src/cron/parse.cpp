@@ -10,6 +10,7 @@
 #include <utility>
 #include <variant>
 
+#include "common/text.hpp"
 #include "hourglass/cron.hpp"
 
 namespace hourglass::cron {
@@ -84,17 +85,8 @@ std::string_view trim(std::string_view text) {
     return text;
 }
 
-// Messages end up in AMQP headers and logs: keep them printable ASCII.
-std::string printable(std::string_view text) {
-    std::string out{text};
-    for (char& c : out) {
-        if (c < 0x20 || c > 0x7e) c = '?';
-    }
-    return out;
-}
-
 ParseError bad_token(const FieldSyntax& field, std::string_view token, std::string_view reason) {
-    return ParseError{std::string{field.name} + ": bad token '" + printable(token) + "' (" +
+    return ParseError{std::string{field.name} + ": bad token " + quote_value(token) + " (" +
                       std::string{reason} + ")"};
 }
 
@@ -123,10 +115,10 @@ std::string range_text(const FieldSyntax& field) {
 std::variant<int, Reason> parse_value(const FieldSyntax& field, std::string_view text) {
     if (text.empty()) return Reason{"expected a value"};
     if (is_digit(text.front())) {
-        if (!is_all_digits(text)) return Reason{"'" + printable(text) + "' is not a number"};
+        if (!is_all_digits(text)) return Reason{quote_value(text) + " is not a number"};
         const auto number = parse_number(text);
         if (!number || *number < field.min || *number > field.max) {
-            return Reason{printable(text) + " is out of range " + range_text(field)};
+            return Reason{printable(text, kMaxQuotedBytes) + " is out of range " + range_text(field)};
         }
         return *number;
     }
@@ -134,9 +126,9 @@ std::variant<int, Reason> parse_value(const FieldSyntax& field, std::string_view
         if (equals_ignoring_case(text, field.names[i]))
             return field.first_named + static_cast<int>(i);
     }
-    if (field.names.empty()) return Reason{"'" + printable(text) + "' is not a number"};
-    return Reason{"'" + printable(text) + "' is neither a number nor a name like " +
-                  printable(field.names.front())};
+    if (field.names.empty()) return Reason{quote_value(text) + " is not a number"};
+    return Reason{quote_value(text) + " is neither a number nor a name like " +
+                  std::string(field.names.front())};
 }
 
 bool is_name(std::string_view text) {
@@ -152,7 +144,7 @@ Reason add_list_element(const FieldSyntax& field, std::string_view element, std:
         const int widest_step = field.max - field.min + 1;
         if (step_text->empty()) return "missing step after '/'";
         if (!is_all_digits(*step_text))
-            return "step '" + printable(*step_text) + "' is not a number";
+            return "step " + quote_value(*step_text) + " is not a number";
         const auto number = parse_number(*step_text);
         if (!number || *number < 1 || *number > widest_step) {
             return "step must be between 1 and " + std::to_string(widest_step);
@@ -263,19 +255,16 @@ std::variant<CronExpression, ParseError> parse_macro(std::string_view text) {
     const auto name_end = std::min(text.size(), text.find_first_of(" \t\n\r\f\v"));
     const std::string_view name = text.substr(0, name_end);
     if (equals_ignoring_case(name, "@reboot")) {
-        return ParseError{"expression: '" + printable(name) +
-                          "' is not supported (jobs run at times, not at service start)"};
+        return ParseError{"expression: " + quote_value(name) + " is not supported (jobs run at times, not at service start)"};
     }
     for (const Macro& macro : macros) {
         if (!equals_ignoring_case(name, macro.name)) continue;
         if (name_end != text.size()) {
-            return ParseError{"expression: macro '" + printable(name) +
-                              "' must be the whole expression"};
+            return ParseError{"expression: macro " + quote_value(name) + " must be the whole expression"};
         }
         return parse_fields(macro.expansion);
     }
-    return ParseError{"expression: unknown macro '" + printable(name) +
-                      "' (expected @yearly, @annually, @monthly, @weekly, @daily, @midnight or "
+    return ParseError{"expression: unknown macro " + quote_value(name) + " (expected @yearly, @annually, @monthly, @weekly, @daily, @midnight or "
                       "@hourly)"};
 }
 

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/text.hpp"
 #include "hourglass/cron.hpp"
 
 namespace hourglass::cron {
@@ -16,14 +17,14 @@ std::variant<TimePoint, std::string> first_run(const CronSpec& spec, TimePoint a
     if (auto* error = std::get_if<ParseError>(&parsed)) return "x-cron: " + error->message;
     const auto& expression = std::get<CronExpression>(parsed);
     const auto* zone = find_zone(spec.zone);
-    if (zone == nullptr) return "x-cron-tz: unknown time zone '" + spec.zone + "'";
+    if (zone == nullptr) return "x-cron-tz: unknown time zone " + quote_value(spec.zone);
     if (!can_ever_fire(expression)) {
-        return "x-cron: '" + spec.expression + "' can never fire (no such date)";
+        return "x-cron: " + quote_value(spec.expression) + " can never fire (no such date)";
     }
     const auto first = next_occurrence(expression, *zone, accepted_at);
-    if (!first) return "x-cron: '" + spec.expression + "' has no run in the years ahead";
+    if (!first) return "x-cron: " + quote_value(spec.expression) + " has no run in the years ahead";
     if (spec.until && *first > *spec.until) {
-        return "x-cron-until: '" + spec.expression + "' has no run before " +
+        return "x-cron-until: " + quote_value(spec.expression) + " has no run before " +
                format_rfc3339_ms(*spec.until);
     }
     return *first;

@@ -3,6 +3,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "common/text.hpp"
 #include "hourglass/command.hpp"
 #include "hourglass/properties_json.hpp"
 
@@ -32,25 +33,6 @@ std::string receipt_json(const std::string& id, const CommandOutcome& outcome) {
 
 namespace {
 
-// A printable, bounded rendering of user bytes for error messages.
-std::string quote(std::string_view bytes) {
-    constexpr std::size_t kMaxShown = 64;
-    std::string out = "'";
-    for (std::size_t i = 0; i < bytes.size() && i < kMaxShown; ++i) {
-        const auto c = static_cast<unsigned char>(bytes[i]);
-        if (c >= 0x20 && c < 0x7f && c != '\'' && c != '\\') {
-            out += static_cast<char>(c);
-        } else {
-            static constexpr char kHex[] = "0123456789abcdef";
-            out += "\\x";
-            out += kHex[c >> 4];
-            out += kHex[c & 0xf];
-        }
-    }
-    if (bytes.size() > kMaxShown) out += "...";
-    return out + "'";
-}
-
 std::string_view type_name(const FieldValue& value) {
     static constexpr std::string_view kNames[] = {
         "void", "bool", "i8",      "u8",        "i16",   "u16",   "i32",  "u32",  "i64",
@@ -63,7 +45,7 @@ std::string describe(const FieldValue& value) {
     return std::visit(
         [&](const auto& v) -> std::string {
             using T = std::decay_t<decltype(v)>;
-            if constexpr (std::is_same_v<T, std::string>) return quote(v) + " (string)";
+            if constexpr (std::is_same_v<T, std::string>) return quote_value(v) + " (string)";
             else if constexpr (std::is_same_v<T, bool>) return v ? "true (bool)" : "false (bool)";
             else if constexpr (std::is_integral_v<T>)
                 return std::to_string(static_cast<long long>(v)) + " (" +
@@ -157,25 +139,31 @@ TimePoint due_from_delay(const FieldValue& value, TimePoint received_at,
     return received_at + Milliseconds{*delay};
 }
 
-// Epoch milliseconds far enough from the representable limits to do arithmetic on.
-constexpr std::int64_t kMaxEpochMs = 253402300799999;  // 9999-12-31T23:59:59.999Z
+bool storable_time(TimePoint time) {
+    const auto ms = to_epoch_ms(time);
+    return ms >= kMinDueEpochMs && ms <= kMaxDueEpochMs;
+}
 
 TimePoint due_from_schedule_at(const FieldValue& value, TimePoint received_at,
                                const CommandLimits& limits) {
     std::optional<TimePoint> due;
     if (const auto* timestamp = std::get_if<Timestamp>(&value.value)) {
-        if (timestamp->seconds <= static_cast<std::uint64_t>(kMaxEpochMs / 1000))
+        if (timestamp->seconds <= static_cast<std::uint64_t>(kMaxDueEpochMs / 1000))
             due = from_epoch_ms(static_cast<std::int64_t>(timestamp->seconds) * 1000);
     } else if (const auto* text = string_of(value); text && text->find_first_not_of(
                                                                 "0123456789") != std::string::npos) {
         due = parse_rfc3339(*text);
+        if (due && !storable_time(*due)) {
+            reject("x-schedule-at: " + describe(value) +
+                   " is out of range (years 0001 to 9999 in UTC)");
+        }
         if (!due) {
             reject("x-schedule-at: " + describe(value) +
                    " is not an RFC 3339 time with offset (e.g. 2026-11-22T09:30:00.250Z) or "
                    "epoch milliseconds");
         }
     } else if (const auto epoch_ms = integer_of(value)) {
-        if (*epoch_ms >= 0 && *epoch_ms <= kMaxEpochMs) due = from_epoch_ms(*epoch_ms);
+        if (*epoch_ms >= 0 && *epoch_ms <= kMaxDueEpochMs) due = from_epoch_ms(*epoch_ms);
     } else {
         reject("x-schedule-at: " + describe(value) +
                " is neither an RFC 3339 string nor epoch milliseconds");
@@ -198,6 +186,9 @@ CronSpec cron_from_headers(const BasicProperties& properties, const FieldValue& 
         const auto* until_text = string_of(*until);
         spec.until = until_text ? parse_rfc3339(*until_text) : std::nullopt;
         if (!spec.until) reject("x-cron-until: " + describe(*until) + " is not an RFC 3339 time");
+        if (!storable_time(*spec.until)) {
+            reject("x-cron-until: " + describe(*until) + " is out of range (years 0001 to 9999 in UTC)");
+        }
     }
     if (const auto* limit = find_header(properties, header::kCronLimit)) {
         const auto value = integer_of(*limit);
@@ -209,12 +200,60 @@ CronSpec cron_from_headers(const BasicProperties& properties, const FieldValue& 
     return spec;
 }
 
+constexpr std::string_view kOwnHeaderPrefix = "x-hourglass-";
+
+// How deeply tables and arrays nest in a value (1 for a table of scalars). The decoder cuts
+// nesting at amqp::kMaxFieldDepth, so this recursion is bounded.
+std::size_t nesting_depth(const FieldValue& value) {
+    std::size_t deepest = 0;
+    if (const auto* table = std::get_if<FieldTable>(&value.value)) {
+        for (const auto& entry : *table) deepest = std::max(deepest, nesting_depth(entry.second));
+        return deepest + 1;
+    }
+    if (const auto* array = std::get_if<FieldArray>(&value.value)) {
+        for (const auto& item : *array) deepest = std::max(deepest, nesting_depth(item));
+        return deepest + 1;
+    }
+    return 0;
+}
+
+void check_header_bounds(const BasicProperties& properties, const CommandLimits& limits) {
+    if (!properties.headers) return;
+    if (properties.headers->size() > limits.max_header_count) {
+        reject("headers: " + std::to_string(properties.headers->size()) +
+               " entries exceed the limit of " + std::to_string(limits.max_header_count));
+    }
+    for (const auto& [name, value] : *properties.headers) {
+        const auto depth = nesting_depth(value) + 1;
+        if (depth > limits.max_header_depth) {
+            reject("headers: " + quote_value(name) + " nests tables or arrays " + std::to_string(depth) +
+                   " deep; the limit is " + std::to_string(limits.max_header_depth));
+        }
+    }
+}
+
+void check_name(std::string_view what, const std::string& name) {
+    if (name.size() > kMaxNameBytes) {
+        reject(std::string(what) + ": " + quote_value(name) + " is " + std::to_string(name.size()) +
+               " bytes long; a name holds at most " + std::to_string(kMaxNameBytes));
+    }
+    if (!is_storable_text(name)) {
+        reject(std::string(what) + ": " + quote_value(name) + " is not valid UTF-8 text");
+    }
+}
+
 // The properties the job will be released with (SPEC §3.1).
 BasicProperties release_properties(BasicProperties properties, const std::string& id) {
     for (const auto name : {header::kDelay, header::kScheduleAt, header::kCron, header::kCronTz,
                             header::kCronUntil, header::kCronLimit, header::kReplace,
-                            header::kCancel, header::kReplyTo, header::kExchange}) {
+                            header::kCancel, header::kReplyTo}) {
         remove_header(properties, name);
+    }
+    // x-hourglass-* headers are hourglass's own: a command cannot forge an id, a run, a due
+    // time, a target or an error (SPEC §3.3).
+    if (properties.headers) {
+        std::erase_if(*properties.headers,
+                      [](const auto& entry) { return entry.first.starts_with(kOwnHeaderPrefix); });
     }
     if (properties.user_id) {
         set_header(properties, std::string(header::kUserId), *properties.user_id);
@@ -236,20 +275,15 @@ Command parse_or_throw(const Message& message, TimePoint received_at, const Comm
     // x-reply-to first, so that every later rejection still gets its receipt.
     if (const auto* reply_to = find_header(properties, header::kReplyTo)) {
         const auto* queue = string_of(*reply_to);
-        if (!queue || queue->empty() || queue->size() > 255) {
+        if (!queue || queue->empty() || queue->size() > kMaxNameBytes) {
             reject("x-reply-to: " + describe(*reply_to) + " is not a queue name");
         }
         command.reply_to = *queue;
     }
-    if (properties.headers && properties.headers->size() > limits.max_header_count) {
-        reject("headers: " + std::to_string(properties.headers->size()) +
-               " entries exceed the limit of " + std::to_string(limits.max_header_count));
-    }
+    check_header_bounds(properties, limits);
     const bool has_id = properties.message_id && !properties.message_id->empty();
     if (has_id) {
-        if (!is_storable_text(*properties.message_id)) {
-            reject("message_id: " + quote(*properties.message_id) + " is not valid UTF-8 text");
-        }
+        check_name("message_id", *properties.message_id);
         command.id = *properties.message_id;
     }
 
@@ -288,9 +322,7 @@ Command parse_or_throw(const Message& message, TimePoint received_at, const Comm
         reject("body: " + std::to_string(message.body.size()) + " bytes exceed --max-body (" +
                std::to_string(limits.max_body_bytes) + " bytes)");
     }
-    if (!is_storable_text(message.routing_key)) {
-        reject("routing key: " + quote(message.routing_key) + " is not valid UTF-8 text");
-    }
+    check_name("routing key", message.routing_key);
 
     ScheduleCommand schedule;
     schedule.routing_key = message.routing_key;
@@ -302,12 +334,14 @@ Command parse_or_throw(const Message& message, TimePoint received_at, const Comm
     }
     if (const auto* target = find_header(properties, header::kExchange)) {
         const auto* name = string_of(*target);
-        if (!name || name->empty() || !is_storable_text(*name)) {
+        if (!name || name->empty()) {
             reject("x-hourglass-exchange: " + describe(*target) + " is not an exchange name");
         }
+        // Length first: the allow-list never sees more than a name can hold.
+        check_name("x-hourglass-exchange", *name);
         if (*name != limits.output_exchange) {
-            if (!limits.allow_exchange || !std::regex_match(*name, *limits.allow_exchange)) {
-                reject("x-hourglass-exchange: exchange " + quote(*name) +
+            if (!limits.allow_exchange || !limits.allow_exchange(*name)) {
+                reject("x-hourglass-exchange: exchange " + quote_value(*name) +
                        " is not allowed (see --allow-exchange)");
             }
             schedule.exchange = *name;
@@ -331,6 +365,11 @@ Command parse_or_throw(const Message& message, TimePoint received_at, const Comm
     schedule.id = command.id;
     schedule.body = message.body;
     schedule.properties = release_properties(properties, command.id);
+    if (const auto size = encoded_size(schedule.properties); size > limits.max_properties_bytes) {
+        reject("headers: the properties take " + std::to_string(size) +
+               " bytes; a job's may take at most " + std::to_string(limits.max_properties_bytes) +
+               " (the connection's frame_max less room for hourglass's own headers)");
+    }
     command.action = std::move(schedule);
     return command;
 }
@@ -348,7 +387,8 @@ Command parse_command(const Message& message, TimePoint received_at, const Comma
         return command;
     } catch (const std::exception& error) {
         // Defensive: no input may crash ingest; report what went wrong.
-        command.action = Rejection{std::string("command could not be read: ") + error.what()};
+        command.action =
+            Rejection{"command could not be read: " + printable(error.what(), kMaxQuotedBytes)};
         return command;
     }
 }

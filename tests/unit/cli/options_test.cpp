@@ -132,7 +132,7 @@ TEST(ServiceOptions, defaults_match_the_spec) {
     EXPECT_EQ(ingest.limits.max_delay, Milliseconds{3650LL * 86400000LL});
     EXPECT_EQ(ingest.limits.output_exchange, "hourglass.out");
     EXPECT_EQ(ingest.names.input, "hourglass.in");
-    EXPECT_FALSE(ingest.limits.allow_exchange.has_value()) << "no other exchange by default";
+    EXPECT_FALSE(ingest.limits.allow_exchange) << "no other exchange by default";
     EXPECT_EQ(ingest.store.schema, "hourglass");
     const auto loader = options.loader();
     EXPECT_EQ(loader.horizon, Milliseconds{60000});
@@ -161,10 +161,10 @@ TEST(ServiceOptions, allow_exchange_matches_whole_names_only) {
     ServiceOptions options;
     options.allow_exchange = "legacy\\.[a-z]+";
     const auto allow = options.ingest().limits.allow_exchange;
-    ASSERT_TRUE(allow.has_value());
-    EXPECT_TRUE(std::regex_match("legacy.orders", *allow));
-    EXPECT_FALSE(std::regex_match("legacy.orders.x1", *allow)) << "a prefix match is not enough";
-    EXPECT_FALSE(std::regex_match("my.legacy.orders", *allow));
+    ASSERT_TRUE(static_cast<bool>(allow));
+    EXPECT_TRUE(allow("legacy.orders"));
+    EXPECT_FALSE(allow("legacy.orders.x1")) << "a prefix match is not enough";
+    EXPECT_FALSE(allow("my.legacy.orders"));
 }
 
 TEST(ServiceOptions, invalid_allow_exchange_is_an_error_naming_it) {

@@ -291,8 +291,14 @@ TEST(CronParse, garbage_is_rejected_with_the_first_bad_field) {
     EXPECT_EQ(parse_error("** * * * *"), "minute: bad token '**' ('**' is not a number)");
 }
 
-TEST(CronParse, unprintable_bytes_are_masked_in_messages) {
-    EXPECT_EQ(parse_error("\x01\xff * * * *"), "minute: bad token '?\?' ('?\?' is not a number)");
+TEST(CronParse, unprintable_bytes_are_escaped_in_messages) {
+    EXPECT_EQ(parse_error("\x01\xff * * * *"),
+              "minute: bad token '\\x01\\xff' ('\\x01\\xff' is not a number)");
+}
+
+TEST(CronParse, a_huge_token_is_quoted_in_at_most_200_bytes) {
+    const auto error = parse_error(std::string(70000, 'x') + " * * * *");
+    EXPECT_LT(error.size(), 600u);
 }
 
 TEST(CronParse, reboot_macro_is_unsupported) {

@@ -8,7 +8,6 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <regex>
 #include <set>
 #include <string>
 #include <vector>
@@ -884,16 +883,16 @@ TEST(ParseCommand, other_target_exchange_without_allow_regex_is_rejected_naming_
 
 TEST(ParseCommand, target_exchange_matching_the_whole_allow_regex_is_accepted) {
     CommandLimits limits;
-    limits.allow_exchange = std::regex("legacy\\.[a-z]+");
+    limits.allow_exchange = [](std::string_view name) { return name == "legacy.delayed"; };
     const auto c = parse(targeting("legacy.delayed"), limits);
     ASSERT_SCHEDULED(c);
     EXPECT_EQ(schedule_of(c)->exchange, "legacy.delayed");
     EXPECT_EQ(find_header(schedule_of(c)->properties, "x-hourglass-exchange"), nullptr);
 }
 
-TEST(ParseCommand, target_exchange_matching_only_part_of_the_allow_regex_is_rejected) {
+TEST(ParseCommand, target_exchange_the_allow_list_refuses_is_rejected_naming_it) {
     CommandLimits limits;
-    limits.allow_exchange = std::regex("legacy");
+    limits.allow_exchange = [](std::string_view name) { return name == "legacy"; };
     for (const std::string name : {"legacy.delayed", "my.legacy", "legacyx"}) {
         SCOPED_TRACE(name);
         const auto c = parse(targeting(name), limits);
@@ -990,6 +989,119 @@ TEST(ReceiptJson, receipt_of_a_parsed_rejection_names_the_header) {
     const auto json = nlohmann::json::parse(receipt_json(c.id, outcome));
     EXPECT_EQ(json["id"], "job-1");
     EXPECT_THAT(json["error"].get<std::string>(), AllOf(HasSubstr("x-delay"), HasSubstr("-5")));
+}
+
+// --- Hostile input (SPEC §3.3) ---------------------------------------------------------------
+
+
+TEST(HostileInput, times_postgresql_cannot_store_are_rejected_by_the_parser) {
+    for (const std::string at : {"0000-01-01T00:00:00Z", "0001-01-01T00:00:00+00:01",
+                                 "9999-12-31T23:59:59-00:01"}) {
+        SCOPED_TRACE(at);
+        const auto c = parse(scheduled_at(at));
+        ASSERT_REJECTED(c);
+        EXPECT_THAT(rejection_of(c), AllOf(HasSubstr("x-schedule-at"), HasSubstr("out of range")));
+    }
+    // The very edges are accepted: PostgreSQL stores them and RFC 3339 writes them.
+    ASSERT_SCHEDULED(parse(scheduled_at(std::string("0001-01-01T00:00:00Z"))));
+    CommandLimits far;
+    far.max_delay = std::chrono::duration_cast<Milliseconds>(std::chrono::days{3000000});
+    ASSERT_SCHEDULED(parse(scheduled_at(std::string("9999-12-31T23:59:59.999Z")), far));
+}
+
+TEST(HostileInput, cron_until_out_of_range_is_rejected) {
+    CommandLimits limits;
+    limits.first_cron_run = [](const CronSpec&, TimePoint after)
+        -> std::variant<TimePoint, std::string> { return after; };
+    const auto c = parse(command({{"x-cron", std::string("* * * * *")},
+                                  {"x-cron-until", std::string("0000-06-01T00:00:00Z")}}),
+                         limits);
+    ASSERT_REJECTED(c);
+    EXPECT_THAT(rejection_of(c), AllOf(HasSubstr("x-cron-until"), HasSubstr("out of range")));
+}
+
+TEST(HostileInput, a_long_target_exchange_is_rejected_before_the_allow_list_sees_it) {
+    CommandLimits limits;
+    std::size_t longest_seen = 0;
+    limits.allow_exchange = [&](std::string_view name) {
+        longest_seen = std::max(longest_seen, name.size());
+        return true;
+    };
+    auto message = command({{"x-delay", 5}, {"x-hourglass-exchange", std::string(60 * 1024, 'a')}});
+    const auto c = parse(message, limits);
+    ASSERT_REJECTED(c);
+    EXPECT_THAT(rejection_of(c), AllOf(HasSubstr("x-hourglass-exchange"), HasSubstr("61440 bytes")));
+    EXPECT_EQ(longest_seen, 0u);
+    message.properties.headers->back().second = std::string(255, 'a');
+    ASSERT_SCHEDULED(parse(message, limits));
+    EXPECT_EQ(longest_seen, 255u);
+}
+
+TEST(HostileInput, error_texts_quote_at_most_200_bytes_of_a_value) {
+    const CommandLimits limits;
+    const auto huge = std::string(70 * 1024, 'z');
+    for (const auto& message :
+         {command({{"x-delay", huge}}), command({{"x-schedule-at", huge}}),
+          command({{"x-delay", 5}, {"x-cancel", huge}}), command({{"x-delay", 5}, {"x-replace", huge}}),
+          command({{"x-cron", std::string("* * * * *")}, {"x-cron-limit", huge}})}) {
+        const auto c = parse(message, limits);
+        ASSERT_REJECTED(c);
+        EXPECT_LT(rejection_of(c).size(), 400u) << rejection_of(c).substr(0, 100);
+    }
+}
+
+TEST(HostileInput, names_over_255_bytes_are_rejected) {
+    auto long_key = delayed(5);
+    long_key.routing_key = std::string(256, 'k');
+    EXPECT_THAT(rejection_of(parse(long_key)), HasSubstr("routing key"));
+    auto long_reply = command({{"x-delay", 5}, {"x-reply-to", std::string(256, 'q')}});
+    EXPECT_THAT(rejection_of(parse(long_reply)), HasSubstr("x-reply-to"));
+}
+
+FieldValue nested_tables(int depth) {
+    FieldValue value = std::int32_t{1};
+    for (int i = 0; i < depth; ++i) value = FieldTable{{"n", std::move(value)}};
+    return value;
+}
+
+TEST(HostileInput, deep_header_tables_are_rejected_and_shallow_ones_kept) {
+    const auto deep = parse(command({{"x-delay", 5}, {"deep", nested_tables(40)}}));
+    ASSERT_REJECTED(deep);
+    EXPECT_THAT(rejection_of(deep), AllOf(HasSubstr("'deep'"), HasSubstr("deep; the limit is 16")));
+    const auto shallow = parse(command({{"x-delay", 5}, {"shallow", nested_tables(15)}}));
+    ASSERT_SCHEDULED(shallow);
+    EXPECT_EQ(*find_header(schedule_of(shallow)->properties, "shallow"), nested_tables(15));
+}
+
+TEST(HostileInput, properties_that_would_not_fit_a_release_frame_are_rejected) {
+    CommandLimits limits;
+    limits.max_properties_bytes = 10000;
+    auto message = command({{"x-delay", 5}, {"big", std::string(9000, 'b')}});
+    ASSERT_SCHEDULED(parse(message, limits));
+    message.properties.headers->back().second = std::string(10000, 'b');
+    const auto c = parse(message, limits);
+    ASSERT_REJECTED(c);
+    EXPECT_THAT(rejection_of(c), AllOf(HasSubstr("headers"), HasSubstr("at most 10000")));
+}
+
+TEST(HostileInput, x_hourglass_headers_on_a_command_are_not_stored) {
+    const auto c = parse(command({{"x-delay", 5},
+                                  {"x-hourglass-id", std::string("forged")},
+                                  {"x-hourglass-run", 99},
+                                  {"x-hourglass-due", std::string("2000-01-01T00:00:00.000Z")},
+                                  {"x-hourglass-error", std::string("forged")},
+                                  {"x-hourglass-anything", 1},
+                                  {"x-other", 1}}));
+    ASSERT_SCHEDULED(c);
+    const auto& headers = *schedule_of(c)->properties.headers;
+    ASSERT_EQ(headers.size(), 1u);
+    EXPECT_EQ(headers[0].first, "x-other");
+}
+
+TEST(HostileInput, control_characters_in_values_are_escaped_in_errors) {
+    const auto c = parse(command({{"x-delay", std::string("5\n[error] forged log line\x1b[31m")}}));
+    ASSERT_REJECTED(c);
+    EXPECT_THAT(rejection_of(c), AllOf(Not(HasSubstr("\n")), Not(HasSubstr("\x1b")), HasSubstr("\\x0a")));
 }
 
 }  // namespace

@@ -441,6 +441,10 @@ std::optional<Event> Connection::next_event(std::chrono::microseconds timeout) {
     }
 }
 
+std::size_t Connection::frame_max() const noexcept {
+    return static_cast<std::size_t>(amqp_get_frame_max(state_.get()));
+}
+
 int Connection::socket_fd() const noexcept { return amqp_get_sockfd(state_.get()); }
 
 bool Connection::has_buffered_data() const noexcept {

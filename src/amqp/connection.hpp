@@ -136,6 +136,8 @@ public:
     // The socket, for poll() together with other descriptors; and whether rabbitmq-c already
     // buffered data, in which case poll() would not report it.
     int socket_fd() const noexcept;
+    // The frame_max negotiated with the broker: a message's properties must fit one frame.
+    std::size_t frame_max() const noexcept;
     bool has_buffered_data() const noexcept;
 
 private:

@@ -2,19 +2,33 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <deque>
 
+#include "amqp/confirm_tracker.hpp"
 #include "common/retry.hpp"
+#include "common/text.hpp"
+#include "store/errors.hpp"
 
 namespace hourglass::ingest {
 
 namespace {
 constexpr std::uint16_t kConsumeChannel = 1;
 constexpr std::uint16_t kPublishChannel = 2;
+// A database error names the value it refused; keep the reason short (SPEC §3.3).
+constexpr std::size_t kMaxDatabaseReasonBytes = 300;
+// How many dropped headers a rejection copy names one by one.
+constexpr std::size_t kMaxDroppedNamed = 10;
 
 struct Received {
     amqp::Delivery delivery;
     TimePoint received_at;
+};
+
+// What ingest publishes, and what a broker refusal (basic.nack) of it means.
+enum class Publication {
+    rejection,  // must be safe before the command is acked: a refusal is retried
+    receipt,    // a courtesy to the client: a refusal (reply queue full) only is logged
 };
 
 Message receipt_message(const std::string& reply_to, const Command& command,
@@ -28,11 +42,17 @@ Message receipt_message(const std::string& reply_to, const Command& command,
     return receipt;
 }
 
+std::string first_line(std::string_view text) {
+    const auto end = text.find('\n');
+    return std::string(text.substr(0, end));
+}
+
 class IngestSession {
 public:
     IngestSession(const IngestOptions& options, const WakeLoader& wake_loader)
         : options_(options),
           wake_loader_(wake_loader),
+          limits_(options.limits),
           store_(options.store),
           connection_(connection_options(options)) {
         connection_.open_channel(kConsumeChannel);
@@ -40,13 +60,17 @@ public:
         connection_.enable_confirms(kPublishChannel);
         connection_.set_prefetch(kConsumeChannel, options.prefetch);
         connection_.consume(kConsumeChannel, options.names.input);
+        // What hourglass publishes must fit the frame_max the broker agreed to (SPEC §3.3).
+        max_properties_bytes_ = connection_.frame_max() - kContentHeaderOverhead;
+        limits_.max_properties_bytes = std::min(
+            limits_.max_properties_bytes, max_properties_bytes_ - kReleaseHeaderReserve);
         spdlog::info("ingest: consuming {}", options.names.input);
     }
 
     void run(std::stop_token stop) {
         while (!stop.stop_requested()) {
             collect_batch(stop);
-            if (!batch_.empty()) process_batch();
+            if (!batch_.empty()) process_batch(stop);
         }
     }
 
@@ -59,17 +83,28 @@ private:
 
     void take(amqp::Event&& event) {
         if (auto* delivery = std::get_if<amqp::Delivery>(&event)) {
+            batch_bytes_ += delivery->message.body.size();
             batch_.push_back({std::move(*delivery), now_ms()});
         } else if (const auto* confirm = std::get_if<amqp::Confirm>(&event)) {
-            if (!confirm->ack) throw amqp::ConnectionError("broker refused a rejection or receipt");
-            confirmed_up_to_ = std::max(confirmed_up_to_, confirm->delivery_tag);
+            for (const auto& settled : publications_.settle(*confirm)) {
+                if (settled.ack) continue;
+                if (settled.value == Publication::rejection) {
+                    // hourglass.rejected refuses (e.g. a length limit with reject-publish): the
+                    // command stays unacked and is tried again after a backoff.
+                    throw amqp::ConnectionError("the broker refused a copy for " +
+                                                options_.names.rejected);
+                }
+                spdlog::warn("ingest: the broker refused a receipt (its reply queue is full?)");
+            }
         }
     }
 
-    // Gathers up to batch_size commands, waiting at most batch_wait after the first one.
+    // Gathers up to batch_size commands (or batch_bytes of bodies), waiting at most batch_wait
+    // after the first one.
     void collect_batch(std::stop_token stop) {
         std::optional<std::chrono::steady_clock::time_point> deadline;
-        while (batch_.size() < options_.batch_size && !stop.stop_requested()) {
+        while (batch_.size() < options_.batch_size && batch_bytes_ < options_.batch_bytes &&
+               !stop.stop_requested()) {
             auto wait = std::chrono::microseconds{100000};
             if (!batch_.empty()) {
                 if (!deadline) deadline = std::chrono::steady_clock::now() + options_.batch_wait;
@@ -86,17 +121,17 @@ private:
         }
     }
 
-    void process_batch() {
+    void process_batch(std::stop_token stop) {
         options_.metrics->count_received(batch_.size());
         std::vector<Command> commands;
         commands.reserve(batch_.size());
         for (const auto& received : batch_) {
             commands.push_back(parse_command(received.delivery.message, received.received_at,
-                                             options_.limits, generate_uuid));
+                                             limits_, generate_uuid));
         }
-        const auto outcomes = store_.apply(commands);
+        const auto outcomes = apply_isolating(
+            commands, [this](std::span<const Command> part) { return store_.apply(part); });
 
-        std::uint64_t last_publish = 0;
         bool wake = false;
         const auto horizon_end = now_ms() + options_.horizon;
         std::size_t rejected = 0;
@@ -104,14 +139,20 @@ private:
             const auto& outcome = outcomes[i];
             if (outcome.status == CommandStatus::rejected) {
                 ++rejected;
-                spdlog::info("ingest: rejected a command (id '{}'): {}", commands[i].id, outcome.error);
-                last_publish = connection_.publish(
-                    kPublishChannel, rejected_message(batch_[i].delivery.message,
-                                                      options_.names.rejected, outcome.error));
+                spdlog::info("ingest: rejected a command (id {}): {}", quote_value(commands[i].id, 64),
+                             outcome.error);
+                publications_.published(
+                    connection_.publish(kPublishChannel,
+                                        rejected_message(batch_[i].delivery.message,
+                                                         options_.names.rejected, outcome.error,
+                                                         max_properties_bytes_)),
+                    Publication::rejection);
             }
             if (commands[i].reply_to) {
-                last_publish = connection_.publish(
-                    kPublishChannel, receipt_message(*commands[i].reply_to, commands[i], outcome));
+                publications_.published(
+                    connection_.publish(kPublishChannel,
+                                        receipt_message(*commands[i].reply_to, commands[i], outcome)),
+                    Publication::receipt);
             }
             if ((outcome.status == CommandStatus::scheduled ||
                  outcome.status == CommandStatus::replaced) &&
@@ -122,9 +163,13 @@ private:
         if (wake) wake_loader_();
         // Rejections must be safe in the broker before the command is acked (never dropped).
         std::deque<Received> arrived_meanwhile;
-        while (confirmed_up_to_ < last_publish) {
-            if (auto event = connection_.next_event(std::chrono::seconds{1})) {
+        std::size_t arrived_bytes = 0;
+        while (!publications_.empty()) {
+            // Left unacked: the broker delivers the batch again to whoever consumes next.
+            if (stop.stop_requested()) throw amqp::ConnectionError("stopping before confirms");
+            if (auto event = connection_.next_event(std::chrono::milliseconds{100})) {
                 if (auto* delivery = std::get_if<amqp::Delivery>(&*event)) {
+                    arrived_bytes += delivery->message.body.size();
                     arrived_meanwhile.push_back({std::move(*delivery), now_ms()});
                 } else {
                     take(std::move(*event));
@@ -136,20 +181,45 @@ private:
         spdlog::debug("ingest: committed {} commands ({} rejected)", commands.size(), rejected);
         batch_.assign(std::make_move_iterator(arrived_meanwhile.begin()),
                       std::make_move_iterator(arrived_meanwhile.end()));
+        batch_bytes_ = arrived_bytes;
     }
 
     const IngestOptions& options_;
     const WakeLoader& wake_loader_;
+    CommandLimits limits_;  // the options' limits, bounded by this connection's frame_max
     store::JobStore store_;
     amqp::Connection connection_;
+    std::size_t max_properties_bytes_ = 0;
     std::vector<Received> batch_;
-    std::uint64_t confirmed_up_to_ = 0;
+    std::size_t batch_bytes_ = 0;
+    amqp::ConfirmTracker<Publication> publications_;
 };
 
 }  // namespace
 
+std::vector<CommandOutcome> apply_isolating(std::span<const Command> commands,
+                                            const ApplyCommands& apply) {
+    try {
+        return apply(commands);
+    } catch (const std::exception& failure) {
+        if (store::classify_failure(failure) == store::FailureKind::transient) throw;
+        if (commands.size() == 1) {
+            return {CommandOutcome{
+                CommandStatus::rejected, std::nullopt,
+                "PostgreSQL refused the command: " +
+                    printable(first_line(failure.what()), kMaxDatabaseReasonBytes)}};
+        }
+        const auto half = commands.size() / 2;
+        auto outcomes = apply_isolating(commands.first(half), apply);
+        auto rest = apply_isolating(commands.subspan(half), apply);
+        outcomes.insert(outcomes.end(), std::make_move_iterator(rest.begin()),
+                        std::make_move_iterator(rest.end()));
+        return outcomes;
+    }
+}
+
 Message rejected_message(const Message& command, const std::string& exchange,
-                         const std::string& error) {
+                         const std::string& error, std::size_t max_properties_bytes) {
     Message rejected;
     rejected.exchange = exchange;
     rejected.routing_key = command.routing_key;
@@ -162,6 +232,31 @@ Message rejected_message(const Message& command, const std::string& exchange,
         rejected.properties.user_id.reset();
     }
     set_header(rejected.properties, std::string(header::kError), error);
+    if (encoded_size(rejected.properties) <= max_properties_bytes) return rejected;
+
+    // Too large for one frame: drop the largest headers until the copy fits, and say which.
+    auto& headers = *rejected.properties.headers;
+    std::vector<std::pair<std::size_t, std::string>> by_size;
+    for (const auto& [name, value] : headers) {
+        if (name != header::kError) by_size.emplace_back(encoded_header_size(name, value), name);
+    }
+    std::sort(by_size.rbegin(), by_size.rend());
+    std::string note = "; headers dropped from this copy to fit the frame size:";
+    // The note itself takes room: reserve its longest form before measuring.
+    const std::size_t note_reserve = 64 + kMaxDroppedNamed * (4 * kMaxQuotedBytes / 3 + 32);
+    std::size_t size = encoded_size(rejected.properties);
+    std::size_t dropped = 0;
+    for (const auto& [bytes, name] : by_size) {
+        if (size + note_reserve <= max_properties_bytes) break;
+        std::erase_if(headers, [&](const auto& entry) { return entry.first == name; });
+        size = encoded_size(rejected.properties);
+        if (++dropped <= kMaxDroppedNamed) {
+            note += " " + quote_value(name, kMaxQuotedBytes / 3) + " (" + std::to_string(bytes) +
+                    " bytes)";
+        }
+    }
+    if (dropped > kMaxDroppedNamed) note += " and " + std::to_string(dropped - kMaxDroppedNamed) + " more";
+    set_header(rejected.properties, std::string(header::kError), error + note);
     return rejected;
 }
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <functional>
+#include <span>
 #include <stop_token>
 
 #include "amqp/connection.hpp"
@@ -23,6 +24,9 @@ struct IngestOptions {
     CommandLimits limits;
     std::uint16_t prefetch = 2000;
     std::size_t batch_size = 500;
+    // A batch also ends once its bodies reach this many bytes (2,000 prefetched 1 MiB bodies
+    // must not be held at once).
+    std::size_t batch_bytes = 16u << 20;
     // How long to wait for more commands once one arrived. 0: take what has already arrived
     // (batches then grow by themselves under load, while the previous commit runs).
     Milliseconds batch_wait{0};
@@ -36,8 +40,18 @@ using WakeLoader = std::function<void()>;
 void run_ingest(const IngestOptions& options, const WakeLoader& wake_loader, std::stop_token stop);
 
 // The message published to hourglass.rejected for a rejected command: the command unchanged
-// plus the x-hourglass-error header.
+// plus the x-hourglass-error header. If its properties would take more than
+// `max_properties_bytes` (the frame would exceed frame_max), the largest headers are dropped
+// from the copy and named in x-hourglass-error (SPEC §3.3).
 Message rejected_message(const Message& command, const std::string& exchange,
-                         const std::string& error);
+                         const std::string& error, std::size_t max_properties_bytes);
+
+// Applies commands in order through `apply` (the store). When the store refuses them for their
+// data (store::classify_failure), the batch is split until the command at fault is found; that
+// one is rejected with the database's reason and the others are applied. A transient failure
+// propagates: nothing is acked and the batch is tried again after a reconnect.
+using ApplyCommands = std::function<std::vector<CommandOutcome>(std::span<const Command>)>;
+std::vector<CommandOutcome> apply_isolating(std::span<const Command> commands,
+                                            const ApplyCommands& apply);
 
 }  // namespace hourglass::ingest

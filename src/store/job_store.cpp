@@ -173,7 +173,7 @@ CommandOutcome cancel_one(pqxx::work& tx, const CancelCommand& cancel) {
 
 // Plain schedules whose id occurs once in the batch go in one INSERT; the database says which
 // ids already existed (duplicates).
-void insert_in_bulk(pqxx::work& tx, const std::vector<Command>& commands,
+void insert_in_bulk(pqxx::work& tx, std::span<const Command> commands,
                     const std::vector<std::size_t>& indices, std::vector<CommandOutcome>& outcomes) {
     json rows = json::array();
     for (const auto i : indices) rows.push_back(job_row(std::get<ScheduleCommand>(commands[i].action)));
@@ -225,7 +225,7 @@ JobStore::JobStore(const StoreOptions& options)
 
 JobStore::~JobStore() = default;
 
-std::vector<CommandOutcome> JobStore::apply(const std::vector<Command>& commands) {
+std::vector<CommandOutcome> JobStore::apply(std::span<const Command> commands) {
     std::vector<CommandOutcome> outcomes(commands.size());
     std::unordered_map<std::string, int> occurrences;
     for (const auto& command : commands) {

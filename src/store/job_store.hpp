@@ -8,6 +8,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -39,7 +40,7 @@ public:
 
     // Applies commands in order in one transaction; outcome i belongs to command i.
     // Rejections are passed through (outcome `rejected`) without touching the database.
-    std::vector<CommandOutcome> apply(const std::vector<Command>& commands);
+    std::vector<CommandOutcome> apply(std::span<const Command> commands);
 
     // Claims up to `limit` pending runs due at or before `horizon_end` (and runs whose lease
     // held by another owner expired), leasing them to `owner` for `lease`. Safe with

@@ -1,0 +1,20 @@
+// The one place that decides what a failure while storing commands means (SPEC §3.3):
+//  - transient: the connection, the server or the moment is at fault (connection lost, server
+//    shutting down, serialization conflict, out of resources, a commit in doubt). Nothing is
+//    acked; the component reconnects with backoff and the commands are tried again.
+//  - about the data: PostgreSQL refused the values it was given (data exception, integrity
+//    violation, a program limit such as a too deep JSON value), or they could not be encoded.
+//    Tried again, the same values fail again, so the command that carries them is rejected.
+// Anything not known to be about the data counts as transient: a missing privilege or table
+// must never turn every command into a rejection.
+#pragma once
+
+#include <exception>
+
+namespace hourglass::store {
+
+enum class FailureKind { transient, about_the_data };
+
+FailureKind classify_failure(const std::exception& failure) noexcept;
+
+}  // namespace hourglass::store

@@ -24,7 +24,7 @@ sources_for() {
         rfc3339) echo src/common/time.cpp ;;
         command) echo src/common/text.cpp src/ingest/command_parser.cpp src/common/time.cpp src/common/message.cpp \
                       src/common/uuid.cpp src/store/properties_json.cpp ;;
-        properties) echo src/store/properties_json.cpp src/amqp/field_table.cpp \
+        properties) echo src/common/text.cpp src/store/properties_json.cpp src/amqp/field_table.cpp \
                          src/common/message.cpp ;;
         *) find src -name '*.cpp' ! -path src/cli/main.cpp | sort ;;
     esac

@@ -96,6 +96,16 @@ bool remove_header(BasicProperties& properties, std::string_view name);
 std::size_t encoded_size(const BasicProperties& properties);
 // Bytes one header entry (name and value) adds to the header table.
 std::size_t encoded_header_size(const std::string& name, const FieldValue& value);
+// Drops headers, largest first, until the properties take at most `max_bytes` (leaving room
+// for a note of at most kDroppedHeadersNoteBytes), keeping headers whose name starts with
+// `keep_prefix`. Returns the dropped names with their sizes, in the order dropped.
+std::vector<std::pair<std::string, std::size_t>> drop_largest_headers(
+    BasicProperties& properties, std::size_t max_bytes, std::string_view keep_prefix);
+// "headers dropped to fit the frame size: 'a' (70012 bytes), ..." naming at most 10, escaped;
+// never longer than kDroppedHeadersNoteBytes.
+std::string describe_dropped_headers(const std::vector<std::pair<std::string, std::size_t>>& dropped);
+inline constexpr std::size_t kDroppedHeadersNoteBytes = 4096;
+
 // Frame bytes around the properties of a content header: frame type, channel, size and end
 // octet (8), class, weight and body size (12), and the flags are counted by encoded_size.
 inline constexpr std::size_t kContentHeaderOverhead = 20;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "common/text.hpp"
+
 namespace hourglass {
 
 const FieldValue* find_header(const BasicProperties& properties, std::string_view name) noexcept {
@@ -74,6 +76,43 @@ std::size_t encoded_size(const BasicProperties& properties) {
     if (properties.priority) size += 1;
     if (properties.timestamp) size += 8;
     return size;
+}
+
+namespace {
+constexpr std::size_t kMaxDroppedNamed = 10;
+constexpr std::size_t kMaxNameQuoted = 64;
+}  // namespace
+
+std::vector<std::pair<std::string, std::size_t>> drop_largest_headers(
+    BasicProperties& properties, std::size_t max_bytes, std::string_view keep_prefix) {
+    std::vector<std::pair<std::string, std::size_t>> dropped;
+    const auto limit = max_bytes > kDroppedHeadersNoteBytes ? max_bytes - kDroppedHeadersNoteBytes : 0;
+    auto size = encoded_size(properties);
+    if (size <= max_bytes || !properties.headers) return dropped;
+    std::vector<std::pair<std::size_t, std::string>> by_size;
+    for (const auto& [name, value] : *properties.headers) {
+        if (!name.starts_with(keep_prefix)) by_size.emplace_back(encoded_header_size(name, value), name);
+    }
+    std::sort(by_size.rbegin(), by_size.rend());
+    for (const auto& [bytes, name] : by_size) {
+        if (size <= limit) break;
+        remove_header(properties, name);
+        size = encoded_size(properties);
+        dropped.emplace_back(name, bytes);
+    }
+    return dropped;
+}
+
+std::string describe_dropped_headers(const std::vector<std::pair<std::string, std::size_t>>& dropped) {
+    std::string note = "headers dropped to fit the frame size:";
+    for (std::size_t i = 0; i < dropped.size() && i < kMaxDroppedNamed; ++i) {
+        note += (i == 0 ? " " : ", ") + quote_value(dropped[i].first, kMaxNameQuoted) + " (" +
+                std::to_string(dropped[i].second) + " bytes)";
+    }
+    if (dropped.size() > kMaxDroppedNamed) {
+        note += " and " + std::to_string(dropped.size() - kMaxDroppedNamed) + " more";
+    }
+    return note;
 }
 
 }  // namespace hourglass

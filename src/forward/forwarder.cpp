@@ -6,6 +6,7 @@
 #include <map>
 #include <vector>
 
+#include "amqp/confirm_tracker.hpp"
 #include "common/retry.hpp"
 #include "hourglass/command.hpp"
 
@@ -16,9 +17,10 @@ constexpr std::uint16_t kConsumeChannel = 1;
 constexpr std::uint16_t kPublishChannel = 2;
 constexpr auto kPoll = std::chrono::microseconds{100000};
 constexpr auto kShutdownConfirmWait = std::chrono::seconds{5};
-// The publish channel closed this often with no confirm in between: something other than one
-// bad target is wrong (say <prefix>.unroutable was deleted), so reconnect with backoff.
-constexpr int kMaxChannelClosesInARow = 10;
+// The publish channel closed, or the broker refused one of hourglass's own publishes, this
+// often with no successful confirm in between: something other than one bad target is wrong
+// (say <prefix>.unroutable was deleted or is full), so reconnect with backoff.
+constexpr int kMaxFailuresInARow = 10;
 
 // Where one publish of a forwarded run goes.
 enum class Destination { target, unroutable, audit };
@@ -29,7 +31,12 @@ struct InHand {
     std::string problem;          // why it is not forwarded to its target, if so
     int unconfirmed = 0;          // publishes not yet confirmed
     bool awaiting_probe = false;  // its target publish waits in the suspects queue
-    bool returned = false;        // the target returned it: no route
+};
+
+// One unconfirmed publish: the forward delivery it belongs to, and where it went.
+struct Publish {
+    std::uint64_t tag = 0;
+    Destination destination = Destination::target;
 };
 
 std::string header_text(const Message& message, std::string_view name) {
@@ -137,7 +144,7 @@ private:
             }
         }
         ++item.unconfirmed;
-        unconfirmed_.emplace(sequence, std::pair{tag, destination});
+        unconfirmed_.published(sequence, Publish{tag, destination});
         return sequence;
     }
 
@@ -158,26 +165,31 @@ private:
     }
 
     void settle(const amqp::Confirm& confirm) {
-        const auto first = confirm.multiple ? unconfirmed_.begin()
-                                            : unconfirmed_.lower_bound(confirm.delivery_tag);
-        const auto last = unconfirmed_.upper_bound(confirm.delivery_tag);
-        const std::vector<std::pair<std::uint64_t, std::pair<std::uint64_t, Destination>>> settled(
-            first, last);
-        unconfirmed_.erase(first, last);
-        if (!confirm.ack) {
-            // Rare (e.g. a queue of the target refuses with reject-publish): start over with
-            // backoff; the unacked forward deliveries are delivered again.
-            throw amqp::ConnectionError("forward: the broker refused (basic.nack) " +
-                                        std::to_string(settled.size()) + " publishes");
-        }
-        closes_in_a_row_ = 0;
-        for (const auto& [sequence, entry] : settled) {
-            const auto [tag, destination] = entry;
-            if (probe_ == sequence) probe_.reset();
+        for (const auto& settled : unconfirmed_.settle(confirm)) {
+            const auto [tag, destination] = settled.value;
+            if (probe_ == settled.sequence) probe_.reset();
             auto& item = in_hand_.at(tag);
             --item.unconfirmed;
+            if (!settled.ack) {
+                // The broker refused it (e.g. a queue with reject-publish is full). A target that
+                // refuses sends the release to <prefix>.unroutable, like one that cannot route
+                // it; hourglass's own publishes are tried again, a bounded number of times in a
+                // row, so a nack can neither loop nor duplicate without bound.
+                if (++failures_in_a_row_ > kMaxFailuresInARow) {
+                    throw amqp::ConnectionError("forward: the broker keeps refusing publishes");
+                }
+                if (destination == Destination::target) {
+                    item.problem = "exchange '" + item.release.exchange +
+                                   "' refused it (basic.nack: a queue is full?)";
+                    send_to_unroutable(tag);
+                } else {
+                    publish(tag, destination);
+                }
+                continue;
+            }
+            failures_in_a_row_ = 0;
             if (destination == Destination::target) {
-                if (item.returned) {
+                if (settled.returned) {
                     send_to_unroutable(tag);
                 } else {
                     options_.metrics->count_forwarded(1);
@@ -197,22 +209,22 @@ private:
     void on_returned(const amqp::Returned& returned) {
         const auto* id = find_header(returned.message.properties, header::kId);
         const auto* run = find_header(returned.message.properties, header::kRun);
-        for (const auto& [sequence, entry] : unconfirmed_) {
-            const auto [tag, destination] = entry;
-            auto& item = in_hand_.at(tag);
-            if (destination != Destination::target || item.returned) continue;
+        const bool matched = id != nullptr && unconfirmed_.mark_returned([&](const Publish& publish) {
+            if (publish.destination != Destination::target) return false;
+            auto& item = in_hand_.at(publish.tag);
             const auto* item_id = find_header(item.release.properties, header::kId);
             const auto* item_run = find_header(item.release.properties, header::kRun);
-            if (id == nullptr || item_id == nullptr || *id != *item_id) continue;
-            if ((run == nullptr) != (item_run == nullptr) || (run && *run != *item_run)) continue;
-            item.returned = true;
+            if (item_id == nullptr || *id != *item_id) return false;
+            if ((run == nullptr) != (item_run == nullptr) || (run && *run != *item_run)) return false;
             item.problem = "exchange '" + item.release.exchange + "' routed it to no queue (" +
                            std::to_string(returned.reply_code) +
                            " NO_ROUTE, and it has no alternate exchange)";
-            return;
+            return true;
+        });
+        if (!matched) {
+            spdlog::warn("forward: a returned message matches no publish in flight (job '{}')",
+                         header_text(returned.message, header::kId));
         }
-        spdlog::warn("forward: a returned message matches no publish in flight (job '{}')",
-                     header_text(returned.message, header::kId));
     }
 
     // The broker closed the publish channel: a target exchange is gone (404) or refuses
@@ -220,29 +232,27 @@ private:
     // exchanges are published again; lost target publishes are tried again one at a time, so
     // that the one the broker refuses is known and goes to <prefix>.unroutable.
     void recover(const amqp::ChannelError& error) {
-        if (++closes_in_a_row_ > kMaxChannelClosesInARow) {
+        if (++failures_in_a_row_ > kMaxFailuresInARow) {
             throw amqp::ConnectionError(std::string("forward: publish channel keeps closing: ") +
                                         error.what());
         }
         connection_.open_channel(kPublishChannel);
         connection_.enable_confirms(kPublishChannel);
-        const auto lost = std::move(unconfirmed_);
-        unconfirmed_.clear();
+        const auto lost = unconfirmed_.take_unsettled();
         const auto refused = probe_;
         probe_.reset();
         std::deque<std::uint64_t> retry;
-        for (const auto& [sequence, entry] : lost) {
-            const auto [tag, destination] = entry;
+        for (const auto& settled : lost) {
+            const auto [tag, destination] = settled.value;
             auto& item = in_hand_.at(tag);
             --item.unconfirmed;
             if (destination != Destination::target) {
                 publish(tag, destination);
-            } else if (sequence == refused) {
+            } else if (settled.sequence == refused) {
                 item.problem = "exchange '" + item.release.exchange +
                                "' refused it: " + error.what();
                 send_to_unroutable(tag);
             } else {
-                item.returned = false;
                 item.awaiting_probe = true;
                 retry.push_back(tag);
             }
@@ -257,11 +267,10 @@ private:
     const ForwarderOptions& options_;
     amqp::Connection connection_;
     std::map<std::uint64_t, InHand> in_hand_;  // by delivery tag on the forward queue
-    // By publish sequence number: the delivery tag and destination of each unconfirmed publish.
-    std::map<std::uint64_t, std::pair<std::uint64_t, Destination>> unconfirmed_;
+    amqp::ConfirmTracker<Publish> unconfirmed_;
     std::deque<std::uint64_t> suspects_;  // delivery tags whose target publish is to be probed
     std::optional<std::uint64_t> probe_;  // sequence of the one suspect publish in flight
-    int closes_in_a_row_ = 0;
+    int failures_in_a_row_ = 0;
 };
 
 }  // namespace

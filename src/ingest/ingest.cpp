@@ -17,8 +17,6 @@ constexpr std::uint16_t kConsumeChannel = 1;
 constexpr std::uint16_t kPublishChannel = 2;
 // A database error names the value it refused; keep the reason short (SPEC §3.3).
 constexpr std::size_t kMaxDatabaseReasonBytes = 300;
-// How many dropped headers a rejection copy names one by one.
-constexpr std::size_t kMaxDroppedNamed = 10;
 
 struct Received {
     amqp::Delivery delivery;
@@ -232,31 +230,13 @@ Message rejected_message(const Message& command, const std::string& exchange,
         rejected.properties.user_id.reset();
     }
     set_header(rejected.properties, std::string(header::kError), error);
-    if (encoded_size(rejected.properties) <= max_properties_bytes) return rejected;
-
-    // Too large for one frame: drop the largest headers until the copy fits, and say which.
-    auto& headers = *rejected.properties.headers;
-    std::vector<std::pair<std::size_t, std::string>> by_size;
-    for (const auto& [name, value] : headers) {
-        if (name != header::kError) by_size.emplace_back(encoded_header_size(name, value), name);
+    // Too large for one frame: the largest headers go, and the error says which.
+    const auto dropped = drop_largest_headers(rejected.properties, max_properties_bytes,
+                                              header::kError);
+    if (!dropped.empty()) {
+        set_header(rejected.properties, std::string(header::kError),
+                   error + "; " + describe_dropped_headers(dropped));
     }
-    std::sort(by_size.rbegin(), by_size.rend());
-    std::string note = "; headers dropped from this copy to fit the frame size:";
-    // The note itself takes room: reserve its longest form before measuring.
-    const std::size_t note_reserve = 64 + kMaxDroppedNamed * (4 * kMaxQuotedBytes / 3 + 32);
-    std::size_t size = encoded_size(rejected.properties);
-    std::size_t dropped = 0;
-    for (const auto& [bytes, name] : by_size) {
-        if (size + note_reserve <= max_properties_bytes) break;
-        std::erase_if(headers, [&](const auto& entry) { return entry.first == name; });
-        size = encoded_size(rejected.properties);
-        if (++dropped <= kMaxDroppedNamed) {
-            note += " " + quote_value(name, kMaxQuotedBytes / 3) + " (" + std::to_string(bytes) +
-                    " bytes)";
-        }
-    }
-    if (dropped > kMaxDroppedNamed) note += " and " + std::to_string(dropped - kMaxDroppedNamed) + " more";
-    set_header(rejected.properties, std::string(header::kError), error + note);
     return rejected;
 }
 

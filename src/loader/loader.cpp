@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <map>
 
+#include "amqp/confirm_tracker.hpp"
 #include "common/retry.hpp"
+#include "common/text.hpp"
 
 namespace hourglass::loader {
 
@@ -69,6 +71,20 @@ void Loader::confirmed(std::vector<HandedOverRun> runs) {
     claimer_wake_.notify_one();
 }
 
+template <typename Settled>
+void Loader::give_back(const std::vector<Settled>& runs) {
+    if (runs.empty()) return;
+    {
+        std::lock_guard lock(mutex_);
+        for (const auto& settled : runs) {
+            given_back_.push_back(settled.value.run.id);
+            in_memory_bytes_ -= std::min(in_memory_bytes_, settled.value.run.body.size());
+        }
+        in_flight_ -= std::min(in_flight_, runs.size());
+    }
+    claimer_wake_.notify_one();
+}
+
 void Loader::claim_loop(std::stop_token stop) {
     // After `stop` the claimer keeps going until the publisher has finished, so that confirmed
     // runs are recorded. If the database fails after `stop`, leases simply expire.
@@ -77,11 +93,24 @@ void Loader::claim_loop(std::stop_token stop) {
         spdlog::info("loader: connected to PostgreSQL");
         while (true) {
             std::vector<HandedOverRun> handed_over;
+            std::vector<std::string> given_back;
             bool publisher_done = false;
             {
                 std::lock_guard lock(mutex_);
                 handed_over.swap(confirmed_);
+                given_back.swap(given_back_);
                 publisher_done = publisher_done_;
+            }
+            try {
+                store.release_claims(options_.owner, given_back);
+            } catch (...) {
+                std::lock_guard lock(mutex_);
+                given_back_.insert(given_back_.end(), given_back.begin(), given_back.end());
+                throw;
+            }
+            if (!given_back.empty()) {
+                spdlog::info("loader: gave back {} claimed runs the broker did not confirm",
+                             given_back.size());
             }
             try {
                 store.record_handed_over(options_.owner, handed_over);
@@ -132,7 +161,8 @@ void Loader::claim_loop(std::stop_token stop) {
             }
             std::unique_lock lock(mutex_);
             claimer_wake_.wait_for(lock, options_.poll_interval, [&] {
-                return wake_requested_ || !confirmed_.empty() || publisher_done_ != publisher_done ||
+                return wake_requested_ || !confirmed_.empty() || !given_back_.empty() ||
+                       publisher_done_ != publisher_done ||
                        (stop.stop_requested() && publisher_done_);
             });
         }
@@ -173,7 +203,7 @@ void Loader::finish_claims(store::JobStore& store) {
     }
 }
 
-Message Loader::release_message(const ClaimedRun& run, TimePoint now) const {
+Message Loader::release_message(const ClaimedRun& run, TimePoint now, std::size_t frame_max) const {
     const auto ttl = ladder_.ttl_for(run.due_at, now);
     Message message;
     message.routing_key = run.routing_key;
@@ -189,6 +219,16 @@ Message Loader::release_message(const ClaimedRun& run, TimePoint now) const {
         // The forwarder reads the target from this header and removes it before the release.
         message.exchange = options_.topology.names.forward_delay(ttl);
         set_header(message.properties, std::string(header::kExchange), run.exchange);
+    }
+    // Ingest refuses jobs whose release would not fit a frame; a row stored before that check,
+    // or edited by hand, is still released rather than failing every publish (SPEC §3.3).
+    const auto dropped = drop_largest_headers(message.properties,
+                                              frame_max - kContentHeaderOverhead, "x-hourglass-");
+    if (!dropped.empty()) {
+        spdlog::error("loader: job {} run {} did not fit a frame: released without {} headers",
+                      quote_value(run.id, 64), run.run, dropped.size());
+        set_header(message.properties, std::string(header::kError),
+                   describe_dropped_headers(dropped));
     }
     return message;
 }
@@ -210,46 +250,38 @@ void Loader::publish_session(std::stop_token stop) {
     connection.enable_confirms(kChannel);
     spdlog::info("loader: connected to RabbitMQ");
 
-    std::map<std::uint64_t, Scheduled> in_flight;  // by publish sequence number
+    amqp::ConfirmTracker<Scheduled> in_flight;
     std::optional<std::chrono::steady_clock::time_point> stop_deadline;
 
-    // Runs the broker did not confirm go back to the schedule and are published again.
-    auto requeue = [&](auto first, auto last) {
-        std::lock_guard lock(mutex_);
-        for (auto it = first; it != last; ++it) {
-            schedule_.push(std::move(it->second));
-            --in_flight_;
-        }
-        ++schedule_generation_;
-    };
     auto settle = [&](const amqp::Confirm& confirm) {
-        const auto first = in_flight.begin();
-        const auto last = confirm.multiple ? in_flight.upper_bound(confirm.delivery_tag)
-                                           : in_flight.find(confirm.delivery_tag);
-        auto end = (last != in_flight.end() && !confirm.multiple) ? std::next(last) : last;
-        auto begin = confirm.multiple ? first : last;
-        if (begin == in_flight.end()) return;
-        if (confirm.ack) {
-            std::vector<HandedOverRun> runs;
-            std::size_t bytes = 0;
-            const auto now = now_ms();
-            for (auto it = begin; it != end; ++it) {
-                const auto& run = it->second.run;
-                bytes += run.body.size();
-                runs.push_back({run.id, run.run, next_run_ ? next_run_(run, now) : std::nullopt});
+        auto settled = in_flight.settle(confirm);
+        std::vector<HandedOverRun> runs;
+        std::vector<amqp::ConfirmTracker<Scheduled>::Settled> refused;
+        std::size_t bytes = 0;
+        const auto now = now_ms();
+        for (auto& s : settled) {
+            if (!s.ack) {
+                refused.push_back(std::move(s));
+                continue;
             }
+            const auto& run = s.value.run;
+            bytes += run.body.size();
+            runs.push_back({run.id, run.run, next_run_ ? next_run_(run, now) : std::nullopt});
+        }
+        if (!runs.empty()) {
             {
                 std::lock_guard lock(mutex_);
                 in_flight_ -= runs.size();
                 in_memory_bytes_ -= std::min(in_memory_bytes_, bytes);
             }
             confirmed(std::move(runs));
-        } else {
-            spdlog::warn("loader: broker refused {} publishes; publishing them again",
-                         std::distance(begin, end));
-            requeue(begin, end);
         }
-        in_flight.erase(begin, end);
+        if (!refused.empty()) {
+            spdlog::warn("loader: the broker refused {} publishes (basic.nack); their claims go "
+                         "back to the store",
+                         refused.size());
+            give_back(refused);
+        }
     };
 
     try {
@@ -270,14 +302,27 @@ void Loader::publish_session(std::stop_token stop) {
                     if (!schedule_.empty()) next_publish = std::min(next_publish, schedule_.top().publish_at);
                 }
             }
-            for (auto& scheduled : due_now) {
+            for (std::size_t i = 0; i < due_now.size(); ++i) {
+                auto& scheduled = due_now[i];
                 const auto now = std::chrono::system_clock::now();
-                const auto sequence = connection.publish(
-                    kChannel, release_message(scheduled.run,
-                                              std::chrono::time_point_cast<Milliseconds>(now)));
+                std::uint64_t sequence = 0;
+                try {
+                    sequence = connection.publish(
+                        kChannel, release_message(scheduled.run,
+                                                  std::chrono::time_point_cast<Milliseconds>(now),
+                                                  connection.frame_max()));
+                } catch (...) {
+                    // This run and the rest of the batch were not published: back to the store.
+                    std::vector<amqp::ConfirmTracker<Scheduled>::Settled> unpublished;
+                    for (auto j = i; j < due_now.size(); ++j) {
+                        unpublished.push_back({0, std::move(due_now[j]), false, false});
+                    }
+                    give_back(unpublished);
+                    throw;
+                }
                 options_.metrics->observe_handover_lateness(
                     std::chrono::duration_cast<std::chrono::microseconds>(now - scheduled.publish_at));
-                in_flight.emplace(sequence, std::move(scheduled));
+                in_flight.published(sequence, std::move(scheduled));
             }
             if (stop.stop_requested()) {
                 if (!stop_deadline) stop_deadline = std::chrono::steady_clock::now() + kShutdownConfirmWait;
@@ -306,7 +351,9 @@ void Loader::publish_session(std::stop_token stop) {
             }
         }
     } catch (...) {
-        requeue(in_flight.begin(), in_flight.end());
+        // Published or not, unconfirmed runs go back to the store: claimed again, at worst
+        // released twice (at least once, SPEC §5).
+        give_back(in_flight.take_unsettled());
         options_.metrics->set_unconfirmed_publishes(0);
         throw;
     }

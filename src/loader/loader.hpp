@@ -76,9 +76,11 @@ private:
     void claim_loop(std::stop_token stop);
     void publish_loop(std::stop_token stop);
     void publish_session(std::stop_token stop);
-    Message release_message(const ClaimedRun& run, TimePoint now) const;
+    Message release_message(const ClaimedRun& run, TimePoint now, std::size_t frame_max) const;
     void schedule(std::vector<ClaimedRun> runs);
     void confirmed(std::vector<HandedOverRun> runs);
+    template <typename Settled>
+    void give_back(const std::vector<Settled>& runs);
     void finish_claims(store::JobStore& store);
     std::optional<TimePoint> resend_due_before(TimePoint now);
 
@@ -93,6 +95,9 @@ private:
     std::size_t in_flight_ = 0;        // published, not yet confirmed
     std::size_t in_memory_bytes_ = 0;  // bodies of scheduled and in-flight runs
     std::vector<HandedOverRun> confirmed_;
+    // Claimed runs the broker refused or may not have received: the claimer gives them back to
+    // the store at once, so that any instance claims them again (no in-flight run is leaked).
+    std::vector<std::string> given_back_;
     std::uint64_t schedule_generation_ = 0;  // bumped on every push: the publisher re-plans
     bool wake_requested_ = false;
     bool publisher_done_ = false;

@@ -23,7 +23,7 @@ sources_for() {
         cron) echo src/common/text.cpp src/cron/parse.cpp src/cron/next_occurrence.cpp src/cron/zone.cpp ;;
         rfc3339) echo src/common/time.cpp ;;
         command) echo src/common/text.cpp src/ingest/command_parser.cpp src/common/time.cpp src/common/message.cpp \
-                      src/common/uuid.cpp src/store/properties_json.cpp ;;
+                      src/common/uuid.cpp src/store/properties_json.cpp src/store/job_rows.cpp ;;
         properties) echo src/common/text.cpp src/store/properties_json.cpp src/amqp/field_table.cpp \
                          src/common/message.cpp ;;
         *) find src -name '*.cpp' ! -path src/cli/main.cpp | sort ;;

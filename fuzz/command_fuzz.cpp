@@ -6,6 +6,7 @@
 
 #include "field_values.hpp"
 #include "hourglass/command.hpp"
+#include "store/job_rows.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     using namespace hourglass;
@@ -37,6 +38,21 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         }
         if (job->properties.delivery_mode != 2 || job->properties.user_id ||
             job->properties.expiration || job->id.empty() || job->body.size() > 1000) {
+            std::abort();
+        }
+    }
+    if (const auto* job = std::get_if<ScheduleCommand>(&command.action)) {
+        // What the store sends: a row PostgreSQL accepts. Strict dump: invalid UTF-8 throws.
+        const auto row = store::job_row(*job).dump();
+        const auto due = to_epoch_ms(job->due_at);
+        if (due < kMinDueEpochMs || due > kMaxDueEpochMs) std::abort();
+        if (job->cron && job->cron->until &&
+            (to_epoch_ms(*job->cron->until) < kMinDueEpochMs ||
+             to_epoch_ms(*job->cron->until) > kMaxDueEpochMs)) {
+            std::abort();
+        }
+        if (job->id.size() > kMaxNameBytes || job->routing_key.size() > kMaxNameBytes ||
+            job->exchange.size() > kMaxNameBytes || row.empty()) {
             std::abort();
         }
     }

@@ -5,6 +5,9 @@
 
 #include <iostream>
 #include <pqxx/pqxx>
+#include <condition_variable>
+#include <cstdlib>
+#include <mutex>
 #include <thread>
 
 #include "cron/recurrence.hpp"
@@ -19,28 +22,47 @@ namespace hourglass::cli {
 namespace {
 
 // Blocks SIGTERM and SIGINT in the calling thread and every thread started after it (so
-// construct it before any), and turns the first one into a stop request. The destructor, also
-// when start-up fails with an exception, ends the thread waiting for the signal.
+// construct it before any), and turns the first one into a stop request. If the service has not
+// stopped `deadline` after the signal (a broker that blocks publishers, a database that hangs),
+// the process exits anyway: what is unfinished is unacked or leased, so redelivery and lease
+// takeover finish it and nothing is lost (SPEC §8). The destructor, also when start-up fails
+// with an exception, ends the thread waiting for the signal.
 class StopOnSignal {
 public:
-    explicit StopOnSignal(std::stop_source& stop) : stop_(stop) {
+    StopOnSignal(std::stop_source& stop, Milliseconds deadline) : stop_(stop) {
         sigset_t signals;
         sigemptyset(&signals);
         sigaddset(&signals, SIGTERM);
         sigaddset(&signals, SIGINT);
         pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-        thread_ = std::jthread([signals, &stop](std::stop_token) {
+        thread_ = std::jthread([this, signals, deadline](std::stop_token) {
             int received = 0;
             sigwait(&signals, &received);
-            if (stop.stop_requested()) return;  // woken by the destructor
-            spdlog::info("received {}, stopping: no new commands, finishing in-flight work",
-                         received == SIGTERM ? "SIGTERM" : "SIGINT");
-            stop.request_stop();
+            if (stop_.stop_requested()) return;  // woken by the destructor
+            spdlog::info("received {}, stopping: no new commands, finishing in-flight work "
+                         "(at most {} ms)",
+                         received == SIGTERM ? "SIGTERM" : "SIGINT", deadline.count());
+            stop_.request_stop();
+            std::unique_lock lock(mutex_);
+            if (!stopped_wake_.wait_for(lock, deadline, [this] { return stopped_; })) {
+                spdlog::warn("not stopped {} ms after the signal: exiting now; unacked commands "
+                             "are redelivered and leased runs taken over",
+                             deadline.count());
+                spdlog::default_logger()->flush();
+                std::_Exit(0);
+            }
         });
     }
     ~StopOnSignal() {
-        stop_.request_stop();
-        pthread_kill(thread_.native_handle(), SIGTERM);  // blocked, so only sigwait sees it
+        {
+            std::lock_guard lock(mutex_);
+            stopped_ = true;
+        }
+        stopped_wake_.notify_all();
+        if (!stop_.stop_requested()) {
+            stop_.request_stop();
+            pthread_kill(thread_.native_handle(), SIGTERM);  // blocked, so only sigwait sees it
+        }
         thread_.join();
     }
     StopOnSignal(const StopOnSignal&) = delete;
@@ -48,6 +70,9 @@ public:
 
 private:
     std::stop_source& stop_;
+    std::mutex mutex_;
+    std::condition_variable stopped_wake_;
+    bool stopped_ = false;
     std::jthread thread_;
 };
 
@@ -123,7 +148,7 @@ int run_service(const ServiceOptions& options) {
     const auto http_address = options.http_address();
 
     std::stop_source stop;
-    const StopOnSignal stop_on_signal(stop);
+    const StopOnSignal stop_on_signal(stop, options.stop_timeout_ms());
     spdlog::info("hourglass {} starting: amqp {}, postgresql {}, prefix {}, schema {}, horizon {} ms, "
                  "{} delay queues (twice: untargeted and targeted), queue type {}, audit {}, "
                  "allowed target exchanges {}, http {}",

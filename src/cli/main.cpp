@@ -70,19 +70,45 @@ void add_pg_options(CLI::App& command, ServiceOptions& options) {
         });
 }
 
+// A duration flag: a number with a unit, within the option's bounds (checked as it is parsed).
+CLI::Validator duration_within(const hourglass::cli::DurationOption& option) {
+    return CLI::Validator(
+        [option](const std::string& text) {
+            try {
+                hourglass::cli::parse_duration(option, text);
+                return std::string{};
+            } catch (const std::invalid_argument& error) {
+                return std::string(error.what());
+            }
+        },
+        "DURATION");
+}
+
 void add_service_options(CLI::App& run, ServiceOptions& options) {
+    using namespace hourglass::cli;
     run.add_option("--horizon", options.horizon,
-                   "How far ahead jobs are handed to the delay queues (e.g. 60s)")
-        ->envname("HOURGLASS_HORIZON");
+                   "How far ahead jobs are handed to the delay queues (1s-1h, default 60s)")
+        ->envname("HOURGLASS_HORIZON")
+        ->check(duration_within(kHorizonOption));
     run.add_option("--lease", options.lease,
-                   "How long a claim lasts before another instance may take it over")
-        ->envname("HOURGLASS_LEASE");
+                   "How long a claim lasts before another instance may take it over (1s-1h, "
+                   "default 30s)")
+        ->envname("HOURGLASS_LEASE")
+        ->check(duration_within(kLeaseOption));
     run.add_option("--resend-after", options.resend_after,
                    "Publish a one-shot run again if its release is not observed this long after "
-                   "its due time (the broker lost it)")
-        ->envname("HOURGLASS_RESEND_AFTER");
-    run.add_option("--max-delay", options.max_delay, "Longest accepted delay (e.g. 3650d)")
-        ->envname("HOURGLASS_MAX_DELAY");
+                   "its due time (the broker lost it; 1s-7d, default 1m)")
+        ->envname("HOURGLASS_RESEND_AFTER")
+        ->check(duration_within(kResendAfterOption));
+    run.add_option("--max-delay", options.max_delay,
+                   "Longest accepted delay (1s-36500d, default 3650d)")
+        ->envname("HOURGLASS_MAX_DELAY")
+        ->check(duration_within(kMaxDelayOption));
+    run.add_option("--stop-timeout", options.stop_timeout,
+                   "After SIGTERM, exit at the latest this much later even if work is unfinished "
+                   "(it is redelivered or taken over; 1s-10m, default 10s)")
+        ->envname("HOURGLASS_STOP_TIMEOUT")
+        ->check(duration_within(kStopTimeoutOption));
     run.add_option("--max-body", options.max_body, "Largest accepted body in bytes")
         ->envname("HOURGLASS_MAX_BODY");
     run.add_option("--allow-exchange", options.allow_exchange,
@@ -188,7 +214,8 @@ int main(int argc, char** argv) {
     add_amqp_options(*schedule, schedule_options);
     add_schedule_options(*schedule, request);
     schedule->add_option("--timeout", timeout, "How long to wait for the receipt")
-        ->capture_default_str();
+        ->capture_default_str()
+        ->check(duration_within(hourglass::cli::kTimeoutOption));
     schedule->footer(client_footer);
 
     std::string cancel_id;
@@ -197,7 +224,8 @@ int main(int argc, char** argv) {
     add_amqp_options(*cancel, cancel_options);
     cancel->add_option("id", cancel_id, "Job id")->required();
     cancel->add_option("--timeout", timeout, "How long to wait for the receipt")
-        ->capture_default_str();
+        ->capture_default_str()
+        ->check(duration_within(hourglass::cli::kTimeoutOption));
     cancel->footer(client_footer);
 
     const std::pair<CLI::App*, ServiceOptions*> commands[] = {{run, &run_options},
@@ -228,7 +256,7 @@ int main(int argc, char** argv) {
         if (command == migrate) return hourglass::cli::run_migrate(*options, dry_run);
         if (command == status) return hourglass::cli::run_status(*options);
         const auto names = hourglass::delay::TopologyNames(options->prefix);
-        const auto wait = hourglass::cli::parse_duration(timeout);
+        const auto wait = hourglass::cli::parse_duration(hourglass::cli::kTimeoutOption, timeout);
         if (command == schedule) {
             return hourglass::cli::send_command(
                 options->amqp(), hourglass::cli::schedule_command(request, names), wait);

@@ -13,15 +13,21 @@
 namespace hourglass::cli {
 
 Milliseconds parse_duration(const std::string& text) {
+    static constexpr const char* kForms = "a number and a unit: 500ms, 5s, 10m, 2h, 7d";
     std::int64_t value = 0;
     const auto* end = text.data() + text.size();
     const auto [unit_start, error] = std::from_chars(text.data(), end, value);
     if (error != std::errc{} || value < 0) {
-        throw std::invalid_argument("'" + text + "' is not a duration (e.g. 250ms, 60s, 5m)");
+        throw std::invalid_argument("'" + text + "' is not a duration (" + kForms + ")");
     }
     const std::string unit(unit_start, end);
+    if (unit.empty()) {
+        // A bare number once meant milliseconds, silently: `--horizon 60` was 60 ms.
+        throw std::invalid_argument("'" + text + "' has no unit: write " + text + "s for seconds or " +
+                                    text + "ms for milliseconds (" + kForms + ")");
+    }
     static const std::pair<const char*, std::int64_t> kUnits[] = {
-        {"", 1}, {"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}, {"d", 86400000}};
+        {"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}, {"d", 86400000}};
     for (const auto& [name, factor] : kUnits) {
         if (unit != name) continue;
         if (value > std::numeric_limits<std::int64_t>::max() / factor) {
@@ -29,7 +35,35 @@ Milliseconds parse_duration(const std::string& text) {
         }
         return Milliseconds{value * factor};
     }
-    throw std::invalid_argument("'" + text + "' has an unknown unit (use ms, s, m, h or d)");
+    throw std::invalid_argument("'" + text + "' has an unknown unit (" + kForms + ")");
+}
+
+namespace {
+std::string format_duration(Milliseconds duration) {
+    static const std::pair<const char*, std::int64_t> kUnits[] = {
+        {"d", 86400000}, {"h", 3600000}, {"m", 60000}, {"s", 1000}};
+    for (const auto& [name, factor] : kUnits) {
+        if (duration.count() % factor == 0 && duration.count() >= factor) {
+            return std::to_string(duration.count() / factor) + name;
+        }
+    }
+    return std::to_string(duration.count()) + "ms";
+}
+}  // namespace
+
+Milliseconds parse_duration(const DurationOption& option, const std::string& text) {
+    Milliseconds value{};
+    try {
+        value = parse_duration(text);
+    } catch (const std::invalid_argument& error) {
+        throw std::invalid_argument(std::string(option.flag) + ": " + error.what());
+    }
+    if (value < option.min || value > option.max) {
+        throw std::invalid_argument(std::string(option.flag) + ": '" + text + "' is outside " +
+                                    format_duration(option.min) + " to " +
+                                    format_duration(option.max));
+    }
+    return value;
 }
 
 std::function<bool(std::string_view)> compile_allow_exchange(const std::string& expression) {
@@ -74,11 +108,11 @@ ingest::IngestOptions ServiceOptions::ingest() const {
     options.store = store();
     options.names = delay::TopologyNames(prefix);
     options.limits.max_body_bytes = max_body;
-    options.limits.max_delay = parse_duration(max_delay);
+    options.limits.max_delay = parse_duration(kMaxDelayOption, max_delay);
     options.limits.output_exchange = options.names.output;
     options.limits.allow_exchange = compile_allow_exchange(allow_exchange);
     options.limits.first_cron_run = cron::first_run;
-    options.horizon = parse_duration(horizon);
+    options.horizon = parse_duration(kHorizonOption, horizon);
     return options;
 }
 
@@ -87,15 +121,19 @@ loader::LoaderOptions ServiceOptions::loader() const {
     options.amqp = amqp();
     options.store = store();
     options.topology = topology();
-    options.horizon = parse_duration(horizon);
-    options.lease = parse_duration(lease);
+    options.horizon = parse_duration(kHorizonOption, horizon);
+    options.lease = parse_duration(kLeaseOption, lease);
     // Only the audit tells a lost run from a released one.
-    if (!no_audit) options.resend_after = parse_duration(resend_after);
+    if (!no_audit) options.resend_after = parse_duration(kResendAfterOption, resend_after);
     char host[256] = {};
     gethostname(host, sizeof host - 1);
     options.owner = std::string(host) + ":" + std::to_string(getpid()) + ":" +
                     generate_uuid().substr(0, 8);
     return options;
+}
+
+Milliseconds ServiceOptions::stop_timeout_ms() const {
+    return parse_duration(kStopTimeoutOption, stop_timeout);
 }
 
 std::optional<http::ListenAddress> ServiceOptions::http_address() const {

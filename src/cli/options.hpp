@@ -31,6 +31,7 @@ struct ServiceOptions {
     std::string lease = "30s";
     std::string resend_after = "1m";
     std::string max_delay = "3650d";
+    std::string stop_timeout = "10s";
     std::size_t max_body = 1024 * 1024;
     bool no_audit = false;
     // RE2 regular expression an x-hourglass-exchange target must match as a whole;
@@ -48,6 +49,8 @@ struct ServiceOptions {
     amqp::ConnectionOptions amqp() const;
     store::StoreOptions store() const;
     delay::TopologyOptions topology() const;
+    // How long SIGTERM may take before the process exits anyway.
+    Milliseconds stop_timeout_ms() const;
     // Where to serve /metrics, /healthz and /readyz; nothing when turned off.
     std::optional<http::ListenAddress> http_address() const;
     // The passwords in the connection strings, kept out of every log line.
@@ -59,8 +62,28 @@ struct ServiceOptions {
 // naming the expression and what is wrong with it.
 std::function<bool(std::string_view)> compile_allow_exchange(const std::string& expression);
 
-// "250ms", "60s", "5m", "2h", "7d", or a plain number of milliseconds. Throws
-// std::invalid_argument with a message naming the value.
+// "250ms", "60s", "5m", "2h", "7d". A bare number is refused (SPEC §8: it once meant
+// milliseconds, silently). Throws std::invalid_argument with a message naming the value and
+// showing the accepted forms.
 Milliseconds parse_duration(const std::string& text);
+
+// A duration option and the values that make sense for it (SPEC §8).
+struct DurationOption {
+    std::string_view flag;
+    Milliseconds min;
+    Milliseconds max;
+};
+inline constexpr DurationOption kHorizonOption{"--horizon", Milliseconds{1000}, Milliseconds{3600000}};
+inline constexpr DurationOption kLeaseOption{"--lease", Milliseconds{1000}, Milliseconds{3600000}};
+inline constexpr DurationOption kResendAfterOption{"--resend-after", Milliseconds{1000},
+                                                   Milliseconds{7LL * 86400000}};
+inline constexpr DurationOption kMaxDelayOption{"--max-delay", Milliseconds{1000},
+                                                Milliseconds{36500LL * 86400000}};
+inline constexpr DurationOption kStopTimeoutOption{"--stop-timeout", Milliseconds{1000},
+                                                   Milliseconds{600000}};
+inline constexpr DurationOption kTimeoutOption{"--timeout", Milliseconds{100}, Milliseconds{3600000}};
+
+// parse_duration, then the option's bounds; errors name the flag.
+Milliseconds parse_duration(const DurationOption& option, const std::string& text);
 
 }  // namespace hourglass::cli

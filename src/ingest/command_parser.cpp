@@ -175,11 +175,15 @@ TimePoint due_from_schedule_at(const FieldValue& value, TimePoint received_at,
 CronSpec cron_from_headers(const BasicProperties& properties, const FieldValue& expression) {
     CronSpec spec;
     const auto* text = string_of(expression);
-    if (!text) reject("x-cron: " + describe(expression) + " is not a string");
+    if (!text || !is_storable_text(*text)) {
+        reject("x-cron: " + describe(expression) + " is not a string of UTF-8 text");
+    }
     spec.expression = *text;
     if (const auto* tz = find_header(properties, header::kCronTz)) {
         const auto* zone = string_of(*tz);
-        if (!zone) reject("x-cron-tz: " + describe(*tz) + " is not a string");
+        if (!zone || !is_storable_text(*zone)) {
+            reject("x-cron-tz: " + describe(*tz) + " is not a string of UTF-8 text");
+        }
         spec.zone = *zone;
     }
     if (const auto* until = find_header(properties, header::kCronUntil)) {

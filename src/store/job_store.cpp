@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "common/mask.hpp"
+#include "store/job_rows.hpp"
 #include "hourglass/properties_json.hpp"
 
 namespace hourglass::store {
@@ -19,27 +20,6 @@ constexpr const char* kClaimedRunColumns =
     "j.id, j.routing_key, j.exchange, floor(extract(epoch FROM j.due_at) * 1000)::bigint, "
     "j.runs + CASE WHEN j.state = 'enqueued' THEN 0 ELSE 1 END, j.body, j.properties::text, j.cron, j.cron_tz, "
     "floor(extract(epoch FROM j.cron_until) * 1000)::bigint, j.cron_limit, j.state = 'enqueued'";
-
-json optional_time(const std::optional<TimePoint>& time) {
-    return time ? json(format_rfc3339_ms(*time)) : json(nullptr);
-}
-
-json job_row(const ScheduleCommand& job) {
-    json row = {{"id", job.id},
-                {"routing_key", job.routing_key},
-                {"exchange", job.exchange.empty() ? json(nullptr) : json(job.exchange)},
-                {"due_at", format_rfc3339_ms(job.due_at)},
-                {"accepted_at", format_rfc3339_ms(job.accepted_at)},
-                {"body", base64_encode(job.body)},
-                {"properties", properties_to_json(job.properties)}};
-    if (job.cron) {
-        row["cron"] = job.cron->expression;
-        row["cron_tz"] = job.cron->zone;
-        row["cron_until"] = optional_time(job.cron->until);
-        row["cron_limit"] = job.cron->limit ? json(*job.cron->limit) : json(nullptr);
-    }
-    return row;
-}
 
 constexpr const char* kJobRecordset =
     "jsonb_to_recordset($1::jsonb) AS x(id text, routing_key text, exchange text, "

@@ -271,6 +271,37 @@ TEST_F(Permissions, hourglass_runs_with_exactly_the_documented_permissions) {
     tx.commit();
 }
 
+// Migration 005: the SECURITY DEFINER functions of the counters have an explicit search_path and
+// no EXECUTE for PUBLIC, so a role that may see the schema still cannot run them as their owner.
+TEST_F(Permissions, definer_functions_are_pinned_and_not_executable_by_other_roles) {
+    start_hourglass();
+    const auto outsider = pg_role(schema_ + "_outsider");
+    {
+        pqxx::connection admin(admin_pg_url_);
+        pqxx::work tx(admin);
+        tx.exec("GRANT USAGE ON SCHEMA " + tx.quote_name(schema_) + " TO " +
+                tx.quote_name(schema_ + "_outsider"));
+        for (const auto& function : {"count_job_states", "reset_job_counts", "fold_job_counts"}) {
+            SCOPED_TRACE(function);
+            const auto row = tx.exec_params1(
+                "SELECT array_to_string(proconfig, ';'), has_function_privilege($3, p.oid, 'EXECUTE') "
+                "FROM pg_proc p WHERE proname = $1 AND pronamespace = $2::regnamespace",
+                function, schema_, schema_ + "_outsider");
+            EXPECT_EQ(row[0].as<std::string>(), "search_path=pg_catalog, " + schema_ + ", pg_temp");
+            EXPECT_FALSE(row[1].as<bool>());
+        }
+        tx.commit();
+    }
+    pqxx::connection connection(outsider);
+    pqxx::work tx(connection);
+    try {
+        tx.exec("SELECT " + tx.quote_name(schema_) + ".fold_job_counts()");
+        ADD_FAILURE() << "a role without rights ran fold_job_counts()";
+    } catch (const pqxx::insufficient_privilege& error) {
+        EXPECT_THAT(error.what(), HasSubstr("permission denied for function fold_job_counts"));
+    }
+}
+
 TEST_F(Permissions, a_missing_permission_is_one_clear_startup_error) {
     const auto p = regex_quote(prefix_);
     // May declare its queues and exchanges but not read (bind, consume) them.

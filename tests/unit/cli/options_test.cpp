@@ -24,9 +24,36 @@ TEST(ParseDuration, every_unit_converts_to_milliseconds) {
     EXPECT_EQ(parse_duration("7d"), Milliseconds{604800000});
 }
 
-TEST(ParseDuration, plain_number_is_milliseconds) {
-    EXPECT_EQ(parse_duration("1500"), Milliseconds{1500});
-    EXPECT_EQ(parse_duration("0"), Milliseconds{0});
+TEST(ParseDuration, a_bare_number_is_refused_showing_the_forms_with_a_unit) {
+    for (const std::string text : {"60", "0", "1500"}) {
+        SCOPED_TRACE(text);
+        try {
+            parse_duration(text);
+            ADD_FAILURE() << "a bare number was accepted";
+        } catch (const std::invalid_argument& error) {
+            EXPECT_THAT(error.what(), HasSubstr("'" + text + "' has no unit: write " + text + "s"));
+            EXPECT_THAT(error.what(), HasSubstr("500ms, 5s, 10m, 2h, 7d"));
+        }
+    }
+}
+
+TEST(ParseDuration, each_option_has_bounds_named_in_the_error) {
+    EXPECT_EQ(parse_duration(kHorizonOption, "1s"), Milliseconds{1000});
+    EXPECT_EQ(parse_duration(kHorizonOption, "1h"), Milliseconds{3600000});
+    for (const std::string text : {"999ms", "61m", "2h"}) {
+        SCOPED_TRACE(text);
+        try {
+            parse_duration(kHorizonOption, text);
+            ADD_FAILURE() << "accepted";
+        } catch (const std::invalid_argument& error) {
+            EXPECT_THAT(error.what(), HasSubstr("--horizon: '" + text + "' is outside 1s to 1h"));
+        }
+    }
+    EXPECT_THROW(parse_duration(kStopTimeoutOption, "0s"), std::invalid_argument);
+    EXPECT_THROW(parse_duration(kLeaseOption, "10"), std::invalid_argument);
+    ServiceOptions options;
+    options.horizon = "60";
+    EXPECT_THROW(options.ingest(), std::invalid_argument) << "the option structs refuse it too";
 }
 
 TEST(ParseDuration, zero_with_a_unit_is_zero) {

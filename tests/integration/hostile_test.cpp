@@ -1,0 +1,192 @@
+// Hostile soak (SPEC §3.3): a corpus of hostile commands, interleaved with ordinary canary jobs,
+// against the real services. Every hostile command ends alone and within seconds (accepted or
+// in <prefix>.rejected), every canary is released on time, the process never restarts a
+// component, and its memory stays bounded.
+#include <gmock/gmock.h>
+
+#include <map>
+#include <set>
+
+#include "integration/harness.hpp"
+
+namespace hourglass::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using ::testing::HasSubstr;
+
+class HostileSoak : public HourglassTest {};
+
+FieldValue nested(int depth) {
+    FieldValue value = std::int32_t{1};
+    for (int i = 0; i < depth; ++i) value = FieldTable{{"n", std::move(value)}};
+    return value;
+}
+
+TEST_F(HostileSoak, every_hostile_command_ends_alone_and_canaries_are_released_on_time) {
+    auto& process = start_hourglass({"--allow-exchange", "acc\\.target\\..*", "--max-body", "10000",
+                                     "--horizon", "5s"});
+    Client client(amqp_url_);
+    client.subscribe(out_exchange(), "#");
+    Client rejected_reader(amqp_url_);
+    rejected_reader.connection().consume(2, prefix_ + ".rejected", /*no_ack=*/true);
+    // A reply queue that refuses every message: its receipts are nacked by the broker.
+    const auto full_queue = prefix_ + ".full-replies";
+    client.connection().declare_queue(1, full_queue,
+                                      {{"x-queue-type", std::string("classic")},
+                                       {"x-max-length", std::int32_t{0}},
+                                       {"x-overflow", std::string("reject-publish")}});
+
+    const std::string huge(64 * 1024 + 1, 'h');
+    const std::string invalid_utf8 = "bad-\xc3\x28-\xff";
+    struct Case {
+        std::string name;
+        Message message;
+        bool accepted;
+        std::string mentions;  // expected in x-hourglass-error of a rejection
+    };
+    std::vector<Case> corpus;
+    auto schedule_with = [&](std::string name, FieldTable headers, bool accepted,
+                             std::string mentions, std::string time_header = "x-delay") {
+        auto message = command("jobs.hostile", "hostile body");
+        message.properties.headers = FieldTable{};
+        if (!time_header.empty()) message.properties.headers->emplace_back(time_header, std::int64_t{1000});
+        for (auto& [key, value] : headers) set_header(message.properties, key, value);
+        corpus.push_back({std::move(name), std::move(message), accepted, std::move(mentions)});
+    };
+    // Edge-of-calendar times and numbers out of any range, in every time header.
+    for (const std::string at : {"0000-01-01T00:00:00Z", "0001-01-01T00:00:00+00:01",
+                                 "9999-12-31T23:59:59Z", "10000-01-01T00:00:00Z",
+                                 "2026-02-30T00:00:00Z", "2026-11-22T24:00:00Z"}) {
+        schedule_with("at " + at, {{"x-schedule-at", at}}, false, "x-schedule-at", "");
+    }
+    for (const FieldValue& number :
+         std::vector<FieldValue>{std::numeric_limits<std::int64_t>::max(),
+                                 std::numeric_limits<std::int64_t>::min(),
+                                 std::numeric_limits<std::uint64_t>::max(), -1,
+                                 std::numeric_limits<double>::quiet_NaN(), 1e300,
+                                 std::string("1e400"), std::string("99999999999999999999")}) {
+        schedule_with("x-delay number", {{"x-delay", number}}, false, "x-delay");
+        schedule_with("x-schedule-at number", {{"x-schedule-at", number}}, false, "x-schedule-at", "");
+        schedule_with("x-cron-limit number",
+                      {{"x-cron", std::string("* * * * *")}, {"x-cron-limit", number}}, false,
+                      "x-cron-limit", "");
+    }
+    // 64 KB strings in every string header, with and without the headers they go with.
+    for (const std::string header : {"x-delay", "x-schedule-at", "x-cron", "x-cron-until",
+                                     "x-replace", "x-cancel", "x-reply-to",
+                                     "x-hourglass-exchange"}) {
+        const bool is_time = header == "x-delay" || header == "x-schedule-at" || header == "x-cron";
+        schedule_with("64 KB " + header, {{header, huge}}, false, header, is_time ? "" : "x-delay");
+    }
+    schedule_with("64 KB x-cron-tz", {{"x-cron", std::string("* * * * *")},
+                                      {"x-cron-tz", std::string(70 * 1024, 'z')}},
+                  false, "x-cron-tz", "");
+    // Deep and wide tables, a header that leaves no room in a release frame.
+    schedule_with("deep table", {{"deep", nested(200)}}, false, "deep");
+    FieldTable wide;
+    for (int i = 0; i < 2000; ++i) wide.emplace_back("k" + std::to_string(i), i);
+    schedule_with("wide nested table", {{"wide", wide}}, true, "");
+    schedule_with("properties over a release frame", {{"big", std::string(129500, 'b')}},
+                  false, "headers");
+    // Wrong AMQP types.
+    schedule_with("bytes x-delay", {{"x-delay", ByteArray{"5"}}}, false, "x-delay");
+    schedule_with("timestamp x-cron", {{"x-cron", Timestamp{5}}}, false, "x-cron", "");
+    schedule_with("table x-hourglass-exchange", {{"x-hourglass-exchange", FieldTable{}}}, false,
+                  "x-hourglass-exchange");
+    // Invalid UTF-8 in text that is stored.
+    schedule_with("invalid UTF-8 cron", {{"x-cron", invalid_utf8}}, false, "x-cron", "");
+    {
+        auto message = command(invalid_utf8, "body");
+        set_header(message.properties, "x-delay", 1000);
+        corpus.push_back({"invalid UTF-8 routing key", message, false, "routing key"});
+    }
+    // Forged hourglass headers are dropped; allowed target accepted, other refused.
+    schedule_with("forged x-hourglass-id", {{"x-hourglass-id", std::string("forged")},
+                                            {"x-hourglass-run", 99}},
+                  true, "");
+    schedule_with("allowed target", {{"x-hourglass-exchange", std::string("acc.target.x")}}, true, "");
+    schedule_with("refused target", {{"x-hourglass-exchange", std::string("other.x")}}, false,
+                  "x-hourglass-exchange");
+    // Receipts to a missing and to a full queue: accepted, nothing blocks.
+    schedule_with("receipt to a missing queue",
+                  {{"x-reply-to", std::string(prefix_ + ".no-such-queue")}}, true, "");
+    schedule_with("receipt to a full queue", {{"x-reply-to", full_queue}}, true, "");
+    // Bodies at and over --max-body.
+    schedule_with("body at the limit", {}, true, "");
+    corpus.back().message.body = std::string(10000, 'b');
+    schedule_with("body over the limit", {}, false, "body");
+    corpus.back().message.body = std::string(10001, 'b');
+
+    // Interleave: canary, hostile, canary, hostile, ... each hostile with its own id.
+    const auto started = now_ms();
+    std::vector<Message> stream;
+    std::map<std::string, const Case*> by_id;
+    for (std::size_t i = 0; i < corpus.size(); ++i) {
+        auto& c = corpus[i];
+        c.message.properties.message_id = "hostile-" + std::to_string(i);
+        by_id.emplace(*c.message.properties.message_id, &c);
+        stream.push_back(delayed("canary-" + std::to_string(i), 2000));
+        stream.push_back(c.message);
+    }
+    for (std::size_t start = 0; start < stream.size(); start += 20) {
+        client.publish_all(std::vector<Message>(stream.begin() + start,
+                                                stream.begin() + std::min(stream.size(), start + 20)));
+    }
+
+    // Every rejection reaches <prefix>.rejected with a reason naming the header.
+    std::set<std::string> rejected;
+    const auto expected_rejections = std::count_if(corpus.begin(), corpus.end(),
+                                                   [](const Case& c) { return !c.accepted; });
+    const auto deadline = std::chrono::steady_clock::now() + 20s;
+    while (static_cast<long>(rejected.size()) < expected_rejections &&
+           std::chrono::steady_clock::now() < deadline) {
+        auto copy = rejected_reader.receive(1s);
+        if (!copy) continue;
+        const auto id = copy->message.properties.message_id.value_or("");
+        const auto it = by_id.find(id);
+        ASSERT_NE(it, by_id.end()) << "a rejection of no hostile command: " << id;
+        SCOPED_TRACE(it->second->name);
+        EXPECT_FALSE(it->second->accepted) << string_header(copy->message, "x-hourglass-error");
+        EXPECT_THAT(string_header(copy->message, "x-hourglass-error"), HasSubstr(it->second->mentions));
+        EXPECT_LE(string_header(copy->message, "x-hourglass-error").size(), 5000u);
+        rejected.insert(id);
+    }
+    EXPECT_EQ(static_cast<long>(rejected.size()), expected_rejections);
+    const auto all_rejected_after = now_ms() - started;
+    EXPECT_LT(all_rejected_after, 15s) << "rejections took too long";
+
+    // Accepted ones are stored; forged headers are not.
+    for (const auto& c : corpus) {
+        if (!c.accepted) continue;
+        SCOPED_TRACE(c.name);
+        EXPECT_TRUE(eventually("SELECT count(*) FROM jobs WHERE id = '" +
+                                   *c.message.properties.message_id + "'",
+                               "1"));
+    }
+    EXPECT_TRUE(eventually("SELECT count(*) FROM jobs WHERE properties::text LIKE '%forged%'", "0"));
+
+    // Every canary is released, none early, none late by more than a second.
+    EXPECT_TRUE(eventually("SELECT count(*) FROM jobs WHERE id LIKE 'canary-%' AND state = 'done'",
+                           std::to_string(corpus.size()), 30s))
+        << process.log_tail();
+    const auto worst = sql("SELECT max(lateness_ms), min(lateness_ms) FROM jobs WHERE id LIKE 'canary-%'");
+    EXPECT_LT(worst[0][0].as<double>(), 1000.0);
+    EXPECT_GE(worst[0][1].as<double>(), 0.0);
+
+    // The process never crashed or restarted a component; memory stayed bounded.
+    EXPECT_TRUE(process.running());
+    const auto log = process.log_tail(100000);
+    std::size_t ingest_sessions = 0;
+    for (auto at = log.find("ingest: consuming"); at != std::string::npos;
+         at = log.find("ingest: consuming", at + 1)) {
+        ++ingest_sessions;
+    }
+    EXPECT_EQ(ingest_sessions, 1u) << "ingest restarted:\n" << log;
+    EXPECT_EQ(log.find("(retry "), std::string::npos) << log;
+    EXPECT_LT(process.resident_bytes(), 300u << 20);
+    EXPECT_EQ(process.terminate(), 0);
+}
+
+}  // namespace
+}  // namespace hourglass::testing

@@ -54,8 +54,8 @@ std::optional<TimePoint> next_due_after_handover(const ClaimedRun& run, TimePoin
     if (!run.cron) return std::nullopt;
     const auto next = next_run(*run.cron, run.run, run.due_at, now);
     if (next.coalesced > 0) {
-        spdlog::info("job {}: {} missed runs of '{}' coalesced into run {} (due {})", run.id,
-                     next.coalesced, run.cron->expression, run.run, format_rfc3339_ms(run.due_at));
+        spdlog::info("job {}: {} missed runs of {} coalesced into run {} (due {})",
+                     quote_value(run.id, 64), next.coalesced, quote_value(run.cron->expression), run.run, format_rfc3339_ms(run.due_at));
     }
     return next.due;
 }

@@ -8,6 +8,7 @@
 
 #include "amqp/confirm_tracker.hpp"
 #include "common/retry.hpp"
+#include "common/text.hpp"
 #include "hourglass/command.hpp"
 
 namespace hourglass::forward {
@@ -39,10 +40,11 @@ struct Publish {
     Destination destination = Destination::target;
 };
 
+// A header's text for a log line: quoted, escaped and cut (it is user input).
 std::string header_text(const Message& message, std::string_view name) {
     const auto* value = find_header(message.properties, name);
     const auto* text = value ? std::get_if<std::string>(&value->value) : nullptr;
-    return text ? *text : std::string("?");
+    return text ? quote_value(*text, 64) : std::string("?");
 }
 
 class ForwardSession {
@@ -150,7 +152,7 @@ private:
 
     void send_to_unroutable(std::uint64_t tag) {
         const auto& item = in_hand_.at(tag);
-        spdlog::warn("forward: job '{}' due {} goes to {}: {}", header_text(item.release, header::kId),
+        spdlog::warn("forward: job {} due {} goes to {}: {}", header_text(item.release, header::kId),
                      header_text(item.release, header::kDue), options_.names.unroutable,
                      item.problem);
         publish(tag, Destination::unroutable);
@@ -179,8 +181,8 @@ private:
                     throw amqp::ConnectionError("forward: the broker keeps refusing publishes");
                 }
                 if (destination == Destination::target) {
-                    item.problem = "exchange '" + item.release.exchange +
-                                   "' refused it (basic.nack: a queue is full?)";
+                    item.problem = "exchange " + quote_value(item.release.exchange) +
+                                   " refused it (basic.nack: a queue is full?)";
                     send_to_unroutable(tag);
                 } else {
                     publish(tag, destination);
@@ -216,13 +218,13 @@ private:
             const auto* item_run = find_header(item.release.properties, header::kRun);
             if (item_id == nullptr || *id != *item_id) return false;
             if ((run == nullptr) != (item_run == nullptr) || (run && *run != *item_run)) return false;
-            item.problem = "exchange '" + item.release.exchange + "' routed it to no queue (" +
+            item.problem = "exchange " + quote_value(item.release.exchange) + " routed it to no queue (" +
                            std::to_string(returned.reply_code) +
                            " NO_ROUTE, and it has no alternate exchange)";
             return true;
         });
         if (!matched) {
-            spdlog::warn("forward: a returned message matches no publish in flight (job '{}')",
+            spdlog::warn("forward: a returned message matches no publish in flight (job {})",
                          header_text(returned.message, header::kId));
         }
     }
@@ -249,8 +251,8 @@ private:
             if (destination != Destination::target) {
                 publish(tag, destination);
             } else if (settled.sequence == refused) {
-                item.problem = "exchange '" + item.release.exchange +
-                               "' refused it: " + error.what();
+                item.problem = "exchange " + quote_value(item.release.exchange) +
+                               " refused it: " + error.what();
                 send_to_unroutable(tag);
             } else {
                 item.awaiting_probe = true;

@@ -139,7 +139,9 @@ void Loader::claim_loop(std::stop_token stop) {
                     }
                     wake_requested_ = false;
                 }
-                if (capacity > 0) {
+                // Runs just given back were refused by the broker: claiming them again at once
+                // would only spin; the next poll (or a wake) tries again.
+                if (capacity > 0 && given_back.empty()) {
                     // The lease covers the wait in memory before the publish, then `lease`.
                     const auto now = now_ms();
                     auto runs = store.claim_due(options_.owner, now + options_.horizon, capacity,

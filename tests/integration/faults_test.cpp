@@ -1,5 +1,7 @@
 // Faults beyond a plain restart (issue: nothing lost under faults): hourglass killed while the
 // audit records releases, and a broker resource alarm that blocks every publisher.
+#include <gmock/gmock.h>
+
 #include <thread>
 
 #include "integration/harness.hpp"
@@ -61,6 +63,78 @@ TEST_F(Faults, broker_memory_alarm_blocks_publishing_and_hourglass_waits_with_bo
               << seen.size() << " of " << kJobs << "\n";
     EXPECT_EQ(seen.size(), static_cast<std::size_t>(kJobs));
     EXPECT_TRUE(process.running());
+}
+
+// SIGTERM while the broker blocks every publisher: the process exits within --stop-timeout
+// (the loader may be stuck in a socket write), and what it had claimed or not acked is finished
+// by the next instance.
+TEST_F(Faults, sigterm_exits_within_the_stop_timeout_while_the_broker_blocks_publishers) {
+    const std::vector<std::string> flags = {"--horizon", "5s", "--lease", "2s", "--stop-timeout", "3s"};
+    auto& process = start_hourglass(flags);
+    Client client(amqp_url_);
+    client.subscribe(out_exchange(), "#");
+    constexpr int kJobs = 300;
+    std::vector<Message> jobs;
+    for (int i = 0; i < kJobs; ++i) jobs.push_back(delayed("stop-" + std::to_string(i), 1000 + 10 * i));
+    client.publish_all(jobs);
+    ASSERT_TRUE(eventually("SELECT count(*) FROM jobs", std::to_string(kJobs)));
+    services("rabbitmqctl", "set_vm_memory_high_watermark absolute 1");
+    std::this_thread::sleep_for(3s);  // the loader is now blocked publishing
+    const auto asked = std::chrono::steady_clock::now();
+    const int status = process.terminate(20s);
+    const auto took = std::chrono::steady_clock::now() - asked;
+    services("rabbitmqctl", "set_vm_memory_high_watermark 0.4");
+    EXPECT_EQ(status, 0) << process.log_tail();
+    EXPECT_LT(took, 6s) << "SIGTERM took " << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
+                        << " ms with --stop-timeout 3s";
+
+    start_hourglass(flags);
+    std::map<std::string, int> seen;
+    for (const auto& r : client.drain(4000ms, 60s)) ++seen[string_header(r.message, "x-hourglass-id")];
+    std::cout << "[stop while blocked] SIGTERM took "
+              << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
+              << " ms; released " << seen.size() << " of " << kJobs << "\n";
+    EXPECT_EQ(seen.size(), static_cast<std::size_t>(kJobs)) << "nothing lost";
+}
+
+// Delay queues that refuse every publish (a max-length 0 reject-publish policy): the broker
+// nacks the loader's publishes. Those runs go back to the store at once, the loader keeps
+// trying at its poll pace (no spin, no restart), and when the queues accept again every run is
+// released: no in-flight run is leaked.
+TEST_F(Faults, runs_the_broker_refuses_go_back_to_the_store_and_are_released_later) {
+    auto& process = start_hourglass({"--horizon", "5s"});
+    Client client(amqp_url_);
+    client.subscribe(out_exchange(), "#");
+    const auto policy = prefix_ + "-refuse";
+    std::string quoted_prefix;
+    for (const char c : prefix_) quoted_prefix += c == '.' ? std::string("\\.") : std::string(1, c);
+    services("rabbitmqctl", "set_policy --apply-to queues '" + policy + "' '^" +
+                                quoted_prefix + "\\.delay\\.[0-9]+$' "
+                                "'{\"max-length\":0,\"overflow\":\"reject-publish\"}'");
+    std::this_thread::sleep_for(1s);  // policies apply asynchronously
+    constexpr int kJobs = 50;
+    std::vector<Message> jobs;
+    for (int i = 0; i < kJobs; ++i) jobs.push_back(delayed("refused-" + std::to_string(i), 500));
+    client.publish_all(jobs);
+    std::this_thread::sleep_for(4s);
+    EXPECT_TRUE(client.drain(500ms, 1s).empty()) << "nothing can be released while refused";
+    EXPECT_EQ(sql("SELECT count(*) FROM jobs WHERE state <> 'pending'")[0][0].as<int>(), 0);
+    services("rabbitmqctl", "clear_policy '" + policy + "'");
+
+    std::map<std::string, int> seen;
+    for (const auto& r : client.drain(3000ms, 30s)) ++seen[string_header(r.message, "x-hourglass-id")];
+    EXPECT_EQ(seen.size(), static_cast<std::size_t>(kJobs)) << process.log_tail();
+    EXPECT_TRUE(process.running());
+    const auto log = process.log_tail(100000);
+    std::size_t give_backs = 0;
+    const std::string give_back_line = "claimed runs the broker did not confirm";
+    for (auto at = log.find(give_back_line); at != std::string::npos;
+         at = log.find(give_back_line, at + 1)) {
+        ++give_backs;
+    }
+    EXPECT_GT(give_backs, 0u) << "the broker never refused: the policy did not apply";
+    EXPECT_LT(give_backs, 100u) << "the loader spun on refused runs";
+    EXPECT_EQ(log.find("(retry "), std::string::npos) << "no component restarted:\n" << log;
 }
 
 }  // namespace

@@ -155,6 +155,8 @@ public:
     ServiceMetrics& operator=(const ServiceMetrics&) = delete;
 
     const Registry& registry() const noexcept { return registry_; }
+    // Components that own their metrics register them here (e.g. the retention pruner).
+    Registry& registry() noexcept { return registry_; }
 
     // Ingest: deliveries taken from <prefix>.in, and each command's outcome once acked.
     void count_received(std::size_t commands) noexcept { commands_received_.increment(commands); }

@@ -132,6 +132,33 @@ int run_status(const ServiceOptions& options) {
     return 0;
 }
 
+int run_prune(const ServiceOptions& options, bool dry_run) {
+    const auto retention = options.retention_options();
+    if (!retention) {
+        std::cout << "retention is off: nothing to prune\n";
+        return 0;
+    }
+    store::JobStore store(options.store());
+    const auto before = std::to_string(retention->retention.count()) + " ms";
+    if (dry_run) {
+        std::cout << store.count_prunable(retention->retention)
+                  << " ended jobs (done or cancelled, one-shot) ended more than " << before
+                  << " ago would be deleted; table and indexes: " << store.table_bytes()
+                  << " bytes\n";
+        return 0;
+    }
+    std::size_t progress = 0;
+    const auto deleted = retention::prune_round(
+        [&](std::size_t limit) { return store.prune_ended(retention->retention, limit); },
+        *retention, std::stop_token{}, [&](std::size_t batch) {
+            progress += batch;
+            if (progress % 100000 < batch) std::cout << "deleted " << progress << " ...\n" << std::flush;
+        });
+    std::cout << "deleted " << deleted << " ended jobs older than " << before
+              << "; table and indexes: " << store.table_bytes() << " bytes\n";
+    return 0;
+}
+
 int run_service(const ServiceOptions& options) {
     // Everything that can be wrong in the configuration fails here, before any thread starts.
     const auto service_metrics = std::make_shared<metrics::ServiceMetrics>();
@@ -146,6 +173,7 @@ int run_service(const ServiceOptions& options) {
     const auto topology = options.topology();
     const auto ladder = delay::DelayLadder::for_horizon(loader_options.horizon);
     const auto http_address = options.http_address();
+    const auto retention_options = options.retention_options();
 
     std::stop_source stop;
     const StopOnSignal stop_on_signal(stop, options.stop_timeout_ms());
@@ -189,6 +217,8 @@ int run_service(const ServiceOptions& options) {
         spdlog::info("topology declared ({}.in -> {}.out)", options.prefix, options.prefix);
     }
     const http::StatsRefresher stats_refresher(options.store(), *service_metrics);
+    std::optional<retention::Pruner> pruner;
+    if (retention_options) pruner.emplace(*retention_options, service_metrics->registry());
 
     loader::Loader loader(loader_options, cron::next_due_after_handover);
     std::jthread loader_thread([&](std::stop_token) { loader.run(stop.get_token()); });

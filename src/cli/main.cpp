@@ -70,45 +70,36 @@ void add_pg_options(CLI::App& command, ServiceOptions& options) {
         });
 }
 
-// A duration flag: a number with a unit, within the option's bounds (checked as it is parsed).
-CLI::Validator duration_within(const hourglass::cli::DurationOption& option) {
-    return CLI::Validator(
-        [option](const std::string& text) {
-            try {
-                hourglass::cli::parse_duration(option, text);
-                return std::string{};
-            } catch (const std::invalid_argument& error) {
-                return std::string(error.what());
-            }
-        },
-        "DURATION");
+void add_retention_option(CLI::App& command, ServiceOptions& options) {
+    command
+        .add_option("--retention", options.retention,
+                    "Delete one-shot jobs this long after they ended (done or cancelled); off: "
+                    "keep them (1s-36500d, default 7d)")
+        ->envname("HOURGLASS_RETENTION")
+;
 }
 
 void add_service_options(CLI::App& run, ServiceOptions& options) {
     using namespace hourglass::cli;
     run.add_option("--horizon", options.horizon,
                    "How far ahead jobs are handed to the delay queues (1s-1h, default 60s)")
-        ->envname("HOURGLASS_HORIZON")
-        ->check(duration_within(kHorizonOption));
+        ->envname("HOURGLASS_HORIZON");
     run.add_option("--lease", options.lease,
                    "How long a claim lasts before another instance may take it over (1s-1h, "
                    "default 30s)")
-        ->envname("HOURGLASS_LEASE")
-        ->check(duration_within(kLeaseOption));
+        ->envname("HOURGLASS_LEASE");
     run.add_option("--resend-after", options.resend_after,
                    "Publish a one-shot run again if its release is not observed this long after "
                    "its due time (the broker lost it; 1s-7d, default 1m)")
-        ->envname("HOURGLASS_RESEND_AFTER")
-        ->check(duration_within(kResendAfterOption));
+        ->envname("HOURGLASS_RESEND_AFTER");
     run.add_option("--max-delay", options.max_delay,
                    "Longest accepted delay (1s-36500d, default 3650d)")
-        ->envname("HOURGLASS_MAX_DELAY")
-        ->check(duration_within(kMaxDelayOption));
+        ->envname("HOURGLASS_MAX_DELAY");
+    add_retention_option(run, options);
     run.add_option("--stop-timeout", options.stop_timeout,
                    "After SIGTERM, exit at the latest this much later even if work is unfinished "
                    "(it is redelivered or taken over; 1s-10m, default 10s)")
-        ->envname("HOURGLASS_STOP_TIMEOUT")
-        ->check(duration_within(kStopTimeoutOption));
+        ->envname("HOURGLASS_STOP_TIMEOUT");
     run.add_option("--max-body", options.max_body, "Largest accepted body in bytes")
         ->envname("HOURGLASS_MAX_BODY");
     run.add_option("--allow-exchange", options.allow_exchange,
@@ -185,7 +176,8 @@ int main(int argc, char** argv) {
 
     // One options struct per command: CLI11 reads environment variables for every command, so
     // shared variables would let an unused command's environment overwrite the used one's flags.
-    ServiceOptions run_options, migrate_options, status_options, schedule_options, cancel_options;
+    ServiceOptions run_options, migrate_options, status_options, prune_options, schedule_options,
+        cancel_options;
 
     auto* run = app.add_subcommand("run", "Run the service (ingest, loader, audit, HTTP)");
     add_common_options(*run, run_options);
@@ -203,6 +195,14 @@ int main(int argc, char** argv) {
     add_common_options(*status, status_options);
     add_pg_options(*status, status_options);
 
+    bool prune_dry_run = false;
+    auto* prune = app.add_subcommand(
+        "prune", "Delete ended jobs older than --retention now (hourglass run does it all along)");
+    add_common_options(*prune, prune_options);
+    add_pg_options(*prune, prune_options);
+    add_retention_option(*prune, prune_options);
+    prune->add_flag("--dry-run", prune_dry_run, "Count what would be deleted, delete nothing");
+
     const auto client_footer =
         "Prints the receipt JSON. Exit code: 0 scheduled, replaced, duplicate or cancelled;\n"
         "3 rejected; 4 not_found or too_late; 5 no receipt in time; 2 cannot connect;\n"
@@ -214,8 +214,7 @@ int main(int argc, char** argv) {
     add_amqp_options(*schedule, schedule_options);
     add_schedule_options(*schedule, request);
     schedule->add_option("--timeout", timeout, "How long to wait for the receipt")
-        ->capture_default_str()
-        ->check(duration_within(hourglass::cli::kTimeoutOption));
+        ->capture_default_str();
     schedule->footer(client_footer);
 
     std::string cancel_id;
@@ -224,13 +223,13 @@ int main(int argc, char** argv) {
     add_amqp_options(*cancel, cancel_options);
     cancel->add_option("id", cancel_id, "Job id")->required();
     cancel->add_option("--timeout", timeout, "How long to wait for the receipt")
-        ->capture_default_str()
-        ->check(duration_within(hourglass::cli::kTimeoutOption));
+        ->capture_default_str();
     cancel->footer(client_footer);
 
     const std::pair<CLI::App*, ServiceOptions*> commands[] = {{run, &run_options},
                                                               {migrate, &migrate_options},
                                                               {status, &status_options},
+                                                              {prune, &prune_options},
                                                               {schedule, &schedule_options},
                                                               {cancel, &cancel_options}};
     CLI::App* command = nullptr;
@@ -242,6 +241,9 @@ int main(int argc, char** argv) {
                 std::tie(command, options) = std::pair{candidate, candidate_options};
         }
         apply_configuration(app, *command, *options);
+        // Durations from flags, environment or the config file: a unit and the option's bounds.
+        options->validate_durations();
+        hourglass::cli::parse_duration(hourglass::cli::kTimeoutOption, timeout);
     } catch (const CLI::ParseError& error) {
         const int code = app.exit(error);
         return code == 0 ? 0 : kExitUsage;
@@ -255,6 +257,7 @@ int main(int argc, char** argv) {
         if (command == run) return hourglass::cli::run_service(*options);
         if (command == migrate) return hourglass::cli::run_migrate(*options, dry_run);
         if (command == status) return hourglass::cli::run_status(*options);
+        if (command == prune) return hourglass::cli::run_prune(*options, prune_dry_run);
         const auto names = hourglass::delay::TopologyNames(options->prefix);
         const auto wait = hourglass::cli::parse_duration(hourglass::cli::kTimeoutOption, timeout);
         if (command == schedule) {

@@ -132,6 +132,23 @@ loader::LoaderOptions ServiceOptions::loader() const {
     return options;
 }
 
+void ServiceOptions::validate_durations() const {
+    parse_duration(kHorizonOption, horizon);
+    parse_duration(kLeaseOption, lease);
+    parse_duration(kResendAfterOption, resend_after);
+    parse_duration(kMaxDelayOption, max_delay);
+    parse_duration(kStopTimeoutOption, stop_timeout);
+    if (retention != "off") parse_duration(kRetentionOption, retention);
+}
+
+std::optional<retention::RetentionOptions> ServiceOptions::retention_options() const {
+    if (retention == "off") return std::nullopt;
+    retention::RetentionOptions options;
+    options.store = store();
+    options.retention = parse_duration(kRetentionOption, retention);
+    return options;
+}
+
 Milliseconds ServiceOptions::stop_timeout_ms() const {
     return parse_duration(kStopTimeoutOption, stop_timeout);
 }

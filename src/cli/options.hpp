@@ -15,6 +15,7 @@
 #include "http/http_server.hpp"
 #include "ingest/ingest.hpp"
 #include "loader/loader.hpp"
+#include "retention/pruner.hpp"
 
 namespace hourglass::cli {
 
@@ -32,6 +33,7 @@ struct ServiceOptions {
     std::string resend_after = "1m";
     std::string max_delay = "3650d";
     std::string stop_timeout = "10s";
+    std::string retention = "7d";  // or "off"
     std::size_t max_body = 1024 * 1024;
     bool no_audit = false;
     // RE2 regular expression an x-hourglass-exchange target must match as a whole;
@@ -49,6 +51,11 @@ struct ServiceOptions {
     amqp::ConnectionOptions amqp() const;
     store::StoreOptions store() const;
     delay::TopologyOptions topology() const;
+    // Throws std::invalid_argument naming the first duration setting without a unit or out of
+    // its bounds (SPEC §8), so that it is one usage error before anything starts.
+    void validate_durations() const;
+    // Retention of ended jobs; nothing when --retention is off.
+    std::optional<retention::RetentionOptions> retention_options() const;
     // How long SIGTERM may take before the process exits anyway.
     Milliseconds stop_timeout_ms() const;
     // Where to serve /metrics, /healthz and /readyz; nothing when turned off.
@@ -81,6 +88,8 @@ inline constexpr DurationOption kMaxDelayOption{"--max-delay", Milliseconds{1000
                                                 Milliseconds{36500LL * 86400000}};
 inline constexpr DurationOption kStopTimeoutOption{"--stop-timeout", Milliseconds{1000},
                                                    Milliseconds{600000}};
+inline constexpr DurationOption kRetentionOption{"--retention", Milliseconds{1000},
+                                                Milliseconds{36500LL * 86400000}};
 inline constexpr DurationOption kTimeoutOption{"--timeout", Milliseconds{100}, Milliseconds{3600000}};
 
 // parse_duration, then the option's bounds; errors name the flag.

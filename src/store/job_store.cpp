@@ -106,6 +106,16 @@ void prepare_statements(pqxx::connection& c) {
               "SELECT pending, enqueued, done, cancelled, oldest_pending_lag_ms, "
               "floor(extract(epoch FROM next_due_at) * 1000)::bigint, lateness_p50_ms, "
               "lateness_p99_ms, lateness_max_ms FROM stats");
+    // The ended rows of one-shot jobs, oldest first, from the partial index of migration 006.
+    constexpr const char* kEndedBefore =
+        "state IN ('done', 'cancelled') AND cron IS NULL "
+        "AND updated_at < now() - $1 * interval '1 millisecond'";
+    c.prepare("prune_ended",
+              std::string("WITH doomed AS (SELECT id FROM jobs WHERE ") + kEndedBefore +
+                  " ORDER BY updated_at LIMIT $2 FOR UPDATE SKIP LOCKED) "
+                  "DELETE FROM jobs j USING doomed d WHERE j.id = d.id");
+    c.prepare("count_prunable", std::string("SELECT count(*) FROM jobs WHERE ") + kEndedBefore);
+    c.prepare("table_bytes", "SELECT pg_total_relation_size('jobs')");
     c.prepare("next_claimable_due",
               "SELECT floor(extract(epoch FROM min(due_at)) * 1000)::bigint FROM jobs "
               "WHERE state = 'pending' AND lease_owner IS NULL");
@@ -341,6 +351,31 @@ void JobStore::fold_job_counts() {
     pqxx::work tx(*connection_);
     tx.exec("SELECT fold_job_counts()");
     tx.commit();
+}
+
+std::optional<std::size_t> JobStore::prune_ended(Milliseconds retention, std::size_t limit) {
+    pqxx::work tx(*connection_);
+    // Bounded work per batch, and never a long wait for a lock held by ingest or a claim.
+    tx.exec("SET LOCAL statement_timeout = '5s'");
+    tx.exec("SET LOCAL lock_timeout = '1s'");
+    const auto locked = tx.exec1(
+        "SELECT pg_try_advisory_xact_lock(hashtext('hourglass.prune.' || current_schema()))");
+    if (!locked[0].as<bool>()) return std::nullopt;
+    const auto result = tx.exec_prepared("prune_ended", static_cast<long>(retention.count()),
+                                         static_cast<long>(limit));
+    tx.commit();
+    return static_cast<std::size_t>(result.affected_rows());
+}
+
+std::int64_t JobStore::count_prunable(Milliseconds retention) {
+    pqxx::read_transaction tx(*connection_);
+    return tx.exec_prepared1("count_prunable", static_cast<long>(retention.count()))[0]
+        .as<std::int64_t>();
+}
+
+std::int64_t JobStore::table_bytes() {
+    pqxx::read_transaction tx(*connection_);
+    return tx.exec_prepared1("table_bytes")[0].as<std::int64_t>();
 }
 
 std::optional<TimePoint> JobStore::next_claimable_due() {

@@ -64,6 +64,15 @@ public:
     // Adds the per-statement changes of jobs per state into the totals the stats view reads
     // (migration 004), so that the view never has many to add up. Cheap; any instance may.
     void fold_job_counts();
+    // Retention (SPEC §7): deletes at most `limit` one-shot jobs that ended (done or cancelled)
+    // more than `retention` ago by the database's clock, oldest first, skipping rows others
+    // hold. One pruner per schema at a time: nullopt when another session holds the pruning
+    // lock. A batch is bounded in time (statement_timeout).
+    std::optional<std::size_t> prune_ended(Milliseconds retention, std::size_t limit);
+    // How many rows prune_ended would delete now (hourglass prune --dry-run).
+    std::int64_t count_prunable(Milliseconds retention);
+    // Bytes of hourglass.jobs with its indexes and TOAST.
+    std::int64_t table_bytes();
     // Earliest due time of claimable pending jobs, to sleep until it enters the horizon.
     std::optional<TimePoint> next_claimable_due();
 

@@ -129,9 +129,9 @@ TEST_F(HostileSoak, every_hostile_command_ends_alone_and_canaries_are_released_o
         stream.push_back(delayed("canary-" + std::to_string(i), 2000));
         stream.push_back(c.message);
     }
-    for (std::size_t start = 0; start < stream.size(); start += 20) {
-        client.publish_all(std::vector<Message>(stream.begin() + start,
-                                                stream.begin() + std::min(stream.size(), start + 20)));
+    for (const auto& message : stream) {
+        SCOPED_TRACE(message.properties.message_id.value_or(""));
+        client.publish(message);
     }
 
     // Every rejection reaches <prefix>.rejected with a reason naming the header.

@@ -1,0 +1,58 @@
+#include "retention/pruner.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <memory>
+
+#include "common/retry.hpp"
+
+namespace hourglass::retention {
+
+std::size_t prune_round(const PruneBatch& prune_batch, const RetentionOptions& options,
+                        std::stop_token stop, const std::function<void(std::size_t)>& on_batch) {
+    std::size_t total = 0;
+    while (!stop.stop_requested()) {
+        const auto deleted = prune_batch(options.batch);
+        if (!deleted) break;  // another instance prunes this schema
+        total += *deleted;
+        if (on_batch) on_batch(*deleted);
+        if (*deleted < options.batch) break;  // nothing old enough is left
+        if (!sleep_unless_stopped(stop, options.pause)) break;
+    }
+    return total;
+}
+
+Pruner::Pruner(RetentionOptions options, metrics::Registry& registry)
+    : options_(std::move(options)),
+      rows_deleted_(registry.add_counter(
+          "hourglass_retention_rows_deleted_total",
+          "Ended one-shot jobs deleted by retention (--retention), by any instance's pruner "
+          "counted where it ran")),
+      table_bytes_(registry.add_gauge("hourglass_jobs_table_bytes",
+                                      "Bytes of hourglass.jobs with its indexes and TOAST")) {
+    options_.store.open_connections = nullptr;  // not a pipeline component: not in /readyz
+    options_.store.background = true;
+    thread_ = std::jthread([this](std::stop_token stop) { prune_until_stopped(stop); });
+}
+
+Pruner::~Pruner() = default;  // the jthread asks the loop to stop and joins it
+
+void Pruner::prune_until_stopped(std::stop_token stop) {
+    std::unique_ptr<store::JobStore> store;
+    do {
+        try {
+            if (!store) store = std::make_unique<store::JobStore>(options_.store);
+            const auto deleted = prune_round(
+                [&](std::size_t limit) { return store->prune_ended(options_.retention, limit); },
+                options_, stop, [&](std::size_t batch) { rows_deleted_.increment(batch); });
+            if (deleted > 0) spdlog::info("retention: deleted {} ended jobs", deleted);
+            table_bytes_.set(static_cast<double>(store->table_bytes()));
+        } catch (const std::exception& error) {
+            // The pipeline components report lost connections; a failed round is retried.
+            spdlog::warn("retention: {}", error.what());
+            store.reset();
+        }
+    } while (sleep_unless_stopped(stop, options_.interval));
+}
+
+}  // namespace hourglass::retention

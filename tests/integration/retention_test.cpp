@@ -1,0 +1,77 @@
+// Retention (SPEC §7): ended one-shot jobs vanish --retention after they ended; pending,
+// enqueued and recurring jobs stay; `hourglass prune --dry-run` counts what would go.
+#include <gmock/gmock.h>
+
+#include <thread>
+
+#include "integration/harness.hpp"
+
+namespace hourglass::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using ::testing::HasSubstr;
+
+class Retention : public HourglassTest {};
+
+TEST_F(Retention, released_and_cancelled_jobs_vanish_while_pending_enqueued_and_cron_stay) {
+    auto& process = start_hourglass({"--retention", "2s", "--horizon", "5s"});
+    Client client(amqp_url_);
+    client.subscribe(out_exchange(), "#");
+    std::vector<Message> commands;
+    for (int i = 0; i < 20; ++i) commands.push_back(delayed("released-" + std::to_string(i), 100));
+    for (int i = 0; i < 5; ++i) commands.push_back(delayed("cancelled-" + std::to_string(i), 600000));
+    commands.push_back(delayed("pending", 600000));
+    commands.push_back(delayed("enqueued", 4000));  // due within the horizon: handed over soon
+    auto cron = command("jobs.cron");
+    cron.properties.message_id = "cron";
+    set_header(cron.properties, "x-cron", std::string("0 0 1 1 *"));
+    commands.push_back(cron);
+    client.publish_all(commands);
+    ASSERT_TRUE(eventually("SELECT count(*) FROM jobs", std::to_string(commands.size())));
+    for (int i = 0; i < 5; ++i) client.publish(cancel_command("cancelled-" + std::to_string(i)));
+    ASSERT_TRUE(eventually("SELECT count(*) FROM jobs WHERE state IN ('done', 'cancelled')", "25"));
+    ASSERT_TRUE(eventually("SELECT state FROM jobs WHERE id = 'enqueued'", "enqueued"));
+
+    // Ended rows go within seconds of being 2 s old (rounds every 5 s); the others stay.
+    EXPECT_TRUE(eventually("SELECT count(*) FROM jobs WHERE state IN ('done', 'cancelled')", "0", 15s))
+        << process.log_tail();
+    EXPECT_EQ(sql("SELECT string_agg(id, ',' ORDER BY id) FROM jobs")[0][0].as<std::string>(),
+              "cron,enqueued,pending");
+    const auto metrics = http_get(process.http_port(), "/metrics").body;
+    EXPECT_THAT(metrics, HasSubstr("hourglass_retention_rows_deleted_total 25"));
+    EXPECT_THAT(metrics, HasSubstr("hourglass_jobs_table_bytes "));
+    // The counters follow the deletes (hourglass.stats).
+    EXPECT_TRUE(eventually("SELECT done + cancelled FROM stats", "0"));
+    EXPECT_EQ(process.terminate(), 0);
+}
+
+TEST_F(Retention, prune_dry_run_counts_and_prune_deletes_what_is_older_than_the_retention) {
+    auto& process = start_hourglass({"--retention", "off"});
+    Client client(amqp_url_);
+    std::vector<Message> jobs;
+    for (int i = 0; i < 30; ++i) jobs.push_back(delayed("old-" + std::to_string(i), 600000));
+    client.publish_all(jobs);
+    for (int i = 0; i < 30; ++i) client.publish(cancel_command("old-" + std::to_string(i)));
+    ASSERT_TRUE(eventually("SELECT count(*) FROM jobs WHERE state = 'cancelled'", "30"));
+    EXPECT_EQ(process.terminate(), 0);
+    sql("UPDATE jobs SET updated_at = now() - interval '2 days' WHERE id < 'old-2'");  // 11 rows
+
+    const std::vector<std::string> common = {"--schema", schema_, "--pg-url", pg_url_};
+    auto arguments = std::vector<std::string>{"prune", "--retention", "1d", "--dry-run"};
+    arguments.insert(arguments.end(), common.begin(), common.end());
+    auto result = run_cli(arguments);
+    EXPECT_EQ(result.exit_code, 0) << result.err;
+    EXPECT_THAT(result.out, HasSubstr("11 ended jobs"));
+    EXPECT_EQ(sql("SELECT count(*) FROM jobs")[0][0].as<int>(), 30) << "a dry run deletes nothing";
+
+    arguments = {"prune", "--retention", "1d"};
+    arguments.insert(arguments.end(), common.begin(), common.end());
+    result = run_cli(arguments);
+    EXPECT_EQ(result.exit_code, 0) << result.err;
+    EXPECT_THAT(result.out, HasSubstr("deleted 11 ended jobs"));
+    EXPECT_EQ(sql("SELECT count(*) FROM jobs")[0][0].as<int>(), 19);
+}
+
+}  // namespace
+}  // namespace hourglass::testing

@@ -139,7 +139,7 @@ int run_prune(const ServiceOptions& options, bool dry_run) {
         return 0;
     }
     store::JobStore store(options.store());
-    const auto before = std::to_string(retention->retention.count()) + " ms";
+    const auto& before = options.retention;
     if (dry_run) {
         std::cout << store.count_prunable(retention->retention)
                   << " ended jobs (done or cancelled, one-shot) ended more than " << before

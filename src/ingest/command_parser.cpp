@@ -47,6 +47,9 @@ std::string describe(const FieldValue& value) {
             using T = std::decay_t<decltype(v)>;
             if constexpr (std::is_same_v<T, std::string>) return quote_value(v) + " (string)";
             else if constexpr (std::is_same_v<T, bool>) return v ? "true (bool)" : "false (bool)";
+            else if constexpr (std::is_unsigned_v<T>)
+                return std::to_string(static_cast<unsigned long long>(v)) + " (" +
+                       std::string(type_name(value)) + ")";
             else if constexpr (std::is_integral_v<T>)
                 return std::to_string(static_cast<long long>(v)) + " (" +
                        std::string(type_name(value)) + ")";

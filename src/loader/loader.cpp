@@ -44,6 +44,7 @@ void Loader::run(std::stop_token stop) {
         claimer_wake_.notify_all();
         publisher_wake_.notify_all();
     });
+    std::jthread heartbeat([this, stop](std::stop_token) { heartbeat_loop(stop); });
     std::jthread publisher([this, stop](std::stop_token) { publish_loop(stop); });
     claim_loop(stop);
 }
@@ -85,6 +86,43 @@ void Loader::give_back(const std::vector<Settled>& runs) {
     claimer_wake_.notify_one();
 }
 
+void Loader::heartbeat_loop(std::stop_token stop) {
+    auto store_options = options_.store;
+    store_options.open_connections = nullptr;  // the loader's own connection counts for it
+    run_with_reconnect("loader (heartbeat)", stop, [&] {
+        store::JobStore store(store_options);
+        do {
+            const auto dead = store.heartbeat(options_.owner, kTakeoverAfter);
+            leases_.beat_succeeded(std::chrono::steady_clock::now());
+            if (!dead.empty()) {
+                spdlog::warn("loader: {} instances stopped beating; their claims are taken over",
+                             dead.size());
+                claimer_wake_.notify_one();
+            }
+        } while (sleep_unless_stopped(stop, kHeartbeatEvery));
+    });
+}
+
+// After a silence long enough for others to take this instance's claims over, what it holds in
+// memory may be theirs now: forget it, and give back what is still this instance's own.
+void Loader::forget_lost_claims(store::JobStore& store) {
+    std::size_t forgotten = 0;
+    {
+        std::lock_guard lock(mutex_);
+        forgotten = schedule_.size();
+        while (!schedule_.empty()) {
+            in_memory_bytes_ -= std::min(in_memory_bytes_, schedule_.top().run.body.size());
+            schedule_.pop();
+        }
+        ++schedule_generation_;
+    }
+    store.release_all_claims(options_.owner);
+    leases_.claims_forgotten();
+    spdlog::warn("loader: PostgreSQL was out of reach for {} ms or more: forgot {} claimed runs "
+                 "(other instances may have taken them over) and gave back the rest",
+                 kTakeoverAfter.count(), forgotten);
+}
+
 void Loader::claim_loop(std::stop_token stop) {
     // After `stop` the claimer keeps going until the publisher has finished, so that confirmed
     // runs are recorded. If the database fails after `stop`, leases simply expire.
@@ -92,6 +130,7 @@ void Loader::claim_loop(std::stop_token stop) {
         store::JobStore store(options_.store);
         spdlog::info("loader: connected to PostgreSQL");
         while (true) {
+            if (leases_.claims_lost()) forget_lost_claims(store);
             std::vector<HandedOverRun> handed_over;
             std::vector<std::string> given_back;
             bool publisher_done = false;
@@ -203,6 +242,10 @@ void Loader::finish_claims(store::JobStore& store) {
     if (!unpublished.empty()) {
         spdlog::info("loader: gave back {} claimed runs not yet published", unpublished.size());
     }
+    // Runs published but not confirmed in time go back too (at least once), and the instance
+    // leaves: nobody waits for its heartbeat to go stale.
+    store.release_all_claims(options_.owner);
+    store.leave(options_.owner);
 }
 
 Message Loader::release_message(const ClaimedRun& run, TimePoint now, std::size_t frame_max) const {
@@ -291,9 +334,11 @@ void Loader::publish_session(std::stop_token stop) {
             options_.metrics->set_unconfirmed_publishes(in_flight.size());
             std::vector<Scheduled> due_now;
             TimePoint next_publish = now_ms() + kIdleWait;
+            // Only while this instance's claims are surely its own (live leases).
+            const bool may_publish = leases_.may_publish(std::chrono::steady_clock::now());
             {
                 std::lock_guard lock(mutex_);
-                if (!stop.stop_requested()) {
+                if (!stop.stop_requested() && may_publish) {
                     const auto now = now_ms();
                     while (!schedule_.empty() && schedule_.top().publish_at <= now &&
                            in_flight_ < options_.max_unconfirmed) {
@@ -360,7 +405,7 @@ void Loader::publish_session(std::stop_token stop) {
         throw;
     }
     if (!in_flight.empty()) {
-        spdlog::warn("loader: {} publishes unconfirmed at shutdown; their leases will expire",
+        spdlog::warn("loader: {} publishes unconfirmed at shutdown; their claims go back to the store",
                      in_flight.size());
     }
 }

@@ -7,6 +7,8 @@
 //    bytes) and records confirmed runs in batches;
 //  - the publisher (RabbitMQ) publishes each run at `due - ttl` into the TTL queue chosen by
 //    the DelayLadder, with a bounded window of unconfirmed publishes.
+//  - the heartbeat (PostgreSQL) keeps this instance's claims alive (live leases, SPEC §5; see
+//    lease_keeper.hpp) and gives back the claims of instances that stopped beating.
 // wake() makes the claimer look at once (a job accepted already due within the horizon).
 #pragma once
 
@@ -24,6 +26,7 @@
 #include "delay/topology.hpp"
 #include "hourglass/job.hpp"
 #include "hourglass/metrics.hpp"
+#include "loader/lease_keeper.hpp"
 #include "store/job_store.hpp"
 
 namespace hourglass::loader {
@@ -74,6 +77,8 @@ private:
     };
 
     void claim_loop(std::stop_token stop);
+    void heartbeat_loop(std::stop_token stop);
+    void forget_lost_claims(store::JobStore& store);
     void publish_loop(std::stop_token stop);
     void publish_session(std::stop_token stop);
     Message release_message(const ClaimedRun& run, TimePoint now, std::size_t frame_max) const;
@@ -86,6 +91,7 @@ private:
 
     LoaderOptions options_;
     NextRunFunction next_run_;
+    LeaseKeeper leases_;
     delay::DelayLadder ladder_;
 
     mutable std::mutex mutex_;

@@ -63,9 +63,13 @@ void prepare_statements(pqxx::connection& c) {
                   "WITH fresh AS ("
                   "  SELECT id FROM jobs WHERE state = 'pending' AND lease_owner IS NULL "
                   "  AND due_at <= $2 ORDER BY due_at LIMIT $3 FOR UPDATE SKIP LOCKED), "
+                  // A lease past lease_until whose owner does not beat (migration 007; 3 s
+                  // is kTakeoverAfter): a live owner's claims never expire under it.
                   "expired AS ("
-                  "  SELECT id FROM jobs WHERE lease_owner IS NOT NULL AND lease_until < now() "
+                  "  SELECT id FROM jobs j WHERE lease_owner IS NOT NULL AND lease_until < now() "
                   "  AND lease_owner <> $1 AND state = 'pending' "
+                  "  AND NOT EXISTS (SELECT 1 FROM instances i WHERE i.id = j.lease_owner "
+                  "                  AND i.heartbeat_at >= now() - interval '3 seconds') "
                   "  ORDER BY lease_until LIMIT $3 FOR UPDATE SKIP LOCKED), "
                   // One-shot runs handed over but not observed long after they were due (and
                   // after they were last handed over): the broker lost them (see
@@ -90,6 +94,17 @@ void prepare_statements(pqxx::connection& c) {
               "             ELSE 'enqueued' END "
               "FROM jsonb_to_recordset($2::jsonb) AS x(id text, run integer, next_due timestamptz) "
               "WHERE j.id = x.id AND j.lease_owner = $1 AND j.runs IN (x.run - 1, x.run)");
+    c.prepare("heartbeat",
+              "INSERT INTO instances (id) VALUES ($1) "
+              "ON CONFLICT (id) DO UPDATE SET heartbeat_at = now()");
+    c.prepare("forget_dead_instances",
+              "DELETE FROM instances WHERE heartbeat_at < now() - $2 * interval '1 millisecond' "
+              "AND id <> $1 RETURNING id");
+    c.prepare("release_claims_of_owners",
+              "UPDATE jobs SET lease_owner = NULL, lease_until = NULL, updated_at = now() "
+              "WHERE lease_owner IS NOT NULL "
+              "AND lease_owner IN (SELECT jsonb_array_elements_text($1::jsonb))");
+    c.prepare("leave", "DELETE FROM instances WHERE id = $1");
     c.prepare("release_claims",
               "UPDATE jobs SET lease_owner = NULL, lease_until = NULL, updated_at = now() "
               "WHERE lease_owner = $1 AND id IN (SELECT jsonb_array_elements_text($2::jsonb))");
@@ -307,6 +322,32 @@ void JobStore::release_claims(const std::string& owner, const std::vector<std::s
     if (ids.empty()) return;
     pqxx::work tx(*connection_);
     tx.exec_prepared("release_claims", owner, json(ids).dump());
+    tx.commit();
+}
+
+std::vector<std::string> JobStore::heartbeat(const std::string& owner, Milliseconds takeover_after) {
+    pqxx::work tx(*connection_);
+    tx.exec("SET LOCAL synchronous_commit = off");  // a lost beat is only a late beat
+    tx.exec_prepared("heartbeat", owner);
+    std::vector<std::string> dead;
+    for (const auto& row :
+         tx.exec_prepared("forget_dead_instances", owner, static_cast<long>(takeover_after.count()))) {
+        dead.push_back(row[0].as<std::string>());
+    }
+    if (!dead.empty()) tx.exec_prepared("release_claims_of_owners", json(dead).dump());
+    tx.commit();
+    return dead;
+}
+
+void JobStore::release_all_claims(const std::string& owner) {
+    pqxx::work tx(*connection_);
+    tx.exec_prepared("release_claims_of_owners", json::array({owner}).dump());
+    tx.commit();
+}
+
+void JobStore::leave(const std::string& owner) {
+    pqxx::work tx(*connection_);
+    tx.exec_prepared("leave", owner);
     tx.commit();
 }
 

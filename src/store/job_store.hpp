@@ -56,6 +56,14 @@ public:
     void record_handed_over(const std::string& owner, const std::vector<HandedOverRun>& runs);
     // Gives back claimed runs that were not published (shutdown), so others take them at once.
     void release_claims(const std::string& owner, const std::vector<std::string>& ids);
+    // Live leases (SPEC §5, migration 007). Records that `owner` is alive, forgets instances
+    // that have not beaten for `takeover_after` and gives their claims back (so that any
+    // instance claims them at once); returns the instances found dead.
+    std::vector<std::string> heartbeat(const std::string& owner, Milliseconds takeover_after);
+    // Gives back every claim `owner` still holds (after it may have been declared dead).
+    void release_all_claims(const std::string& owner);
+    // Unregisters `owner` (a clean stop).
+    void leave(const std::string& owner);
     // Records releases seen by the audit consumer; returns the lateness_ms of each release
     // recorded (releases of unknown jobs are skipped).
     std::vector<double> record_releases(const std::vector<ObservedRelease>& releases);

@@ -54,7 +54,8 @@ TEST_F(HostileSoak, every_hostile_command_ends_alone_and_canaries_are_released_o
         for (auto& [key, value] : headers) set_header(message.properties, key, value);
         corpus.push_back({std::move(name), std::move(message), accepted, std::move(mentions)});
     };
-    // Edge-of-calendar times and numbers out of any range, in every time header.
+    // Edge-of-calendar times and numbers out of any range, in every time header. (Not NaN: the
+    // broker itself closes the connection of a client that sends a NaN double.)
     for (const std::string at : {"0000-01-01T00:00:00Z", "0001-01-01T00:00:00+00:01",
                                  "9999-12-31T23:59:59Z", "10000-01-01T00:00:00Z",
                                  "2026-02-30T00:00:00Z", "2026-11-22T24:00:00Z"}) {
@@ -63,8 +64,7 @@ TEST_F(HostileSoak, every_hostile_command_ends_alone_and_canaries_are_released_o
     for (const FieldValue& number :
          std::vector<FieldValue>{std::numeric_limits<std::int64_t>::max(),
                                  std::numeric_limits<std::int64_t>::min(),
-                                 std::numeric_limits<std::uint64_t>::max(), -1,
-                                 std::numeric_limits<double>::quiet_NaN(), 1e300,
+                                 std::numeric_limits<std::uint64_t>::max(), -1, 1e300,
                                  std::string("1e400"), std::string("99999999999999999999")}) {
         schedule_with("x-delay number", {{"x-delay", number}}, false, "x-delay");
         schedule_with("x-schedule-at number", {{"x-schedule-at", number}}, false, "x-schedule-at", "");

@@ -15,14 +15,14 @@ using ::testing::HasSubstr;
 class Retention : public HourglassTest {};
 
 TEST_F(Retention, released_and_cancelled_jobs_vanish_while_pending_enqueued_and_cron_stay) {
-    auto& process = start_hourglass({"--retention", "2s", "--horizon", "5s"});
+    auto& process = start_hourglass({"--retention", "2s", "--horizon", "30s"});
     Client client(amqp_url_);
     client.subscribe(out_exchange(), "#");
     std::vector<Message> commands;
     for (int i = 0; i < 20; ++i) commands.push_back(delayed("released-" + std::to_string(i), 100));
     for (int i = 0; i < 5; ++i) commands.push_back(delayed("cancelled-" + std::to_string(i), 600000));
     commands.push_back(delayed("pending", 600000));
-    commands.push_back(delayed("enqueued", 4000));  // due within the horizon: handed over soon
+    commands.push_back(delayed("enqueued", 25000));  // within the horizon: handed over at once
     auto cron = command("jobs.cron");
     cron.properties.message_id = "cron";
     set_header(cron.properties, "x-cron", std::string("0 0 1 1 *"));
@@ -55,22 +55,22 @@ TEST_F(Retention, prune_dry_run_counts_and_prune_deletes_what_is_older_than_the_
     for (int i = 0; i < 30; ++i) client.publish(cancel_command("old-" + std::to_string(i)));
     ASSERT_TRUE(eventually("SELECT count(*) FROM jobs WHERE state = 'cancelled'", "30"));
     EXPECT_EQ(process.terminate(), 0);
-    sql("UPDATE jobs SET updated_at = now() - interval '2 days' WHERE id < 'old-2'");  // 11 rows
+    sql("UPDATE jobs SET updated_at = now() - interval '2 days' WHERE id < 'old-2'");  // 12 rows
 
     const std::vector<std::string> common = {"--schema", schema_, "--pg-url", pg_url_};
     auto arguments = std::vector<std::string>{"prune", "--retention", "1d", "--dry-run"};
     arguments.insert(arguments.end(), common.begin(), common.end());
     auto result = run_cli(arguments);
     EXPECT_EQ(result.exit_code, 0) << result.err;
-    EXPECT_THAT(result.out, HasSubstr("11 ended jobs"));
+    EXPECT_THAT(result.out, HasSubstr("12 ended jobs"));
     EXPECT_EQ(sql("SELECT count(*) FROM jobs")[0][0].as<int>(), 30) << "a dry run deletes nothing";
 
     arguments = {"prune", "--retention", "1d"};
     arguments.insert(arguments.end(), common.begin(), common.end());
     result = run_cli(arguments);
     EXPECT_EQ(result.exit_code, 0) << result.err;
-    EXPECT_THAT(result.out, HasSubstr("deleted 11 ended jobs"));
-    EXPECT_EQ(sql("SELECT count(*) FROM jobs")[0][0].as<int>(), 19);
+    EXPECT_THAT(result.out, HasSubstr("deleted 12 ended jobs"));
+    EXPECT_EQ(sql("SELECT count(*) FROM jobs")[0][0].as<int>(), 18);
 }
 
 }  // namespace

@@ -61,8 +61,7 @@ void audit_session(const AuditOptions& options, std::stop_token stop) {
         if (auto event = connection.next_event(wait)) {
             auto* delivery = std::get_if<amqp::Delivery>(&*event);
             if (delivery == nullptr) continue;
-            const auto received_at =
-                std::chrono::time_point_cast<std::chrono::microseconds>(std::chrono::system_clock::now());
+            const auto received_at = now_us();
             if (auto release = observed_release(delivery->message, received_at)) {
                 batch.push_back(std::move(*release));
             } else {

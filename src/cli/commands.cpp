@@ -208,6 +208,21 @@ int run_service(const ServiceOptions& options) {
         service_metrics->set_migrations_current(true);
     }
     {
+        // One clock (SPEC §5): due times are compared on PostgreSQL's clock.
+        store::JobStore store(options.store());
+        const auto offset = store.measure_clock_offset();
+        const auto offset_ms = std::chrono::duration_cast<Milliseconds>(offset).count();
+        if (std::chrono::abs(offset) > loader_options.max_clock_offset) {
+            throw std::runtime_error(
+                "this host's clock is " + std::to_string(std::abs(offset_ms)) + " ms " +
+                (offset_ms < 0 ? "ahead of" : "behind") + " PostgreSQL's, more than "
+                "--max-clock-offset (" + options.max_clock_offset +
+                "): synchronise it (NTP), or raise --max-clock-offset to run corrected");
+        }
+        set_clock_offset(offset);
+        spdlog::info("clock: {} ms from PostgreSQL's, corrected", -offset_ms);
+    }
+    {
         auto connection_options = options.amqp();
         connection_options.connection_name = "hourglass setup";
         amqp::Connection connection(connection_options);

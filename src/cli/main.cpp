@@ -96,6 +96,10 @@ void add_service_options(CLI::App& run, ServiceOptions& options) {
                    "Longest accepted delay (1s-36500d, default 3650d)")
         ->envname("HOURGLASS_MAX_DELAY");
     add_retention_option(run, options);
+    run.add_option("--max-clock-offset", options.max_clock_offset,
+                   "Refuse to start if this host's clock is further than this from PostgreSQL's "
+                   "(due times are compared on PostgreSQL's clock; default 1s)")
+        ->envname("HOURGLASS_MAX_CLOCK_OFFSET");
     run.add_option("--stop-timeout", options.stop_timeout,
                    "After SIGTERM, exit at the latest this much later even if work is unfinished "
                    "(it is redelivered or taken over; 1s-10m, default 10s)")

@@ -123,6 +123,7 @@ loader::LoaderOptions ServiceOptions::loader() const {
     options.topology = topology();
     options.horizon = parse_duration(kHorizonOption, horizon);
     options.lease = parse_duration(kLeaseOption, lease);
+    options.max_clock_offset = parse_duration(kMaxClockOffsetOption, max_clock_offset);
     // Only the audit tells a lost run from a released one.
     if (!no_audit) options.resend_after = parse_duration(kResendAfterOption, resend_after);
     char host[256] = {};
@@ -138,6 +139,7 @@ void ServiceOptions::validate_durations() const {
     parse_duration(kResendAfterOption, resend_after);
     parse_duration(kMaxDelayOption, max_delay);
     parse_duration(kStopTimeoutOption, stop_timeout);
+    parse_duration(kMaxClockOffsetOption, max_clock_offset);
     if (retention != "off") parse_duration(kRetentionOption, retention);
 }
 

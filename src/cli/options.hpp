@@ -34,6 +34,7 @@ struct ServiceOptions {
     std::string max_delay = "3650d";
     std::string stop_timeout = "10s";
     std::string retention = "7d";  // or "off"
+    std::string max_clock_offset = "1s";
     std::size_t max_body = 1024 * 1024;
     bool no_audit = false;
     // RE2 regular expression an x-hourglass-exchange target must match as a whole;
@@ -90,6 +91,8 @@ inline constexpr DurationOption kStopTimeoutOption{"--stop-timeout", Millisecond
                                                    Milliseconds{600000}};
 inline constexpr DurationOption kRetentionOption{"--retention", Milliseconds{1000},
                                                 Milliseconds{36500LL * 86400000}};
+inline constexpr DurationOption kMaxClockOffsetOption{"--max-clock-offset", Milliseconds{1},
+                                                     Milliseconds{3600000}};
 inline constexpr DurationOption kTimeoutOption{"--timeout", Milliseconds{100}, Milliseconds{3600000}};
 
 // parse_duration, then the option's bounds; errors name the flag.

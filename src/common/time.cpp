@@ -2,13 +2,29 @@
 
 #include <date/date.h>
 
+#include <atomic>
 #include <cctype>
 
 namespace hourglass {
 
-TimePoint now_ms() noexcept {
-    return std::chrono::time_point_cast<Milliseconds>(std::chrono::system_clock::now());
+namespace {
+std::atomic<std::int64_t> clock_offset_us{0};
+}  // namespace
+
+void set_clock_offset(std::chrono::microseconds offset) noexcept {
+    clock_offset_us.store(offset.count(), std::memory_order_relaxed);
 }
+
+std::chrono::microseconds clock_offset() noexcept {
+    return std::chrono::microseconds{clock_offset_us.load(std::memory_order_relaxed)};
+}
+
+std::chrono::sys_time<std::chrono::microseconds> now_us() noexcept {
+    return std::chrono::time_point_cast<std::chrono::microseconds>(std::chrono::system_clock::now()) +
+           clock_offset();
+}
+
+TimePoint now_ms() noexcept { return std::chrono::time_point_cast<Milliseconds>(now_us()); }
 
 std::int64_t to_epoch_ms(TimePoint instant) noexcept { return instant.time_since_epoch().count(); }
 

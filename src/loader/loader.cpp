@@ -22,6 +22,10 @@ constexpr auto kShutdownConfirmWait = std::chrono::seconds{5};
 Loader::Loader(LoaderOptions options, NextRunFunction next_run)
     : options_(std::move(options)),
       next_run_(std::move(next_run)),
+      clock_offset_seconds_(options_.metrics->registry().add_gauge(
+          "hourglass_clock_offset_seconds",
+          "PostgreSQL's clock minus this host's, measured at each heartbeat; due times are "
+          "compared on PostgreSQL's clock")),
       ladder_(delay::DelayLadder::for_horizon(options_.horizon)) {}
 
 Loader::~Loader() = default;
@@ -94,6 +98,7 @@ void Loader::heartbeat_loop(std::stop_token stop) {
         do {
             const auto dead = store.heartbeat(options_.owner, kTakeoverAfter);
             leases_.beat_succeeded(std::chrono::steady_clock::now());
+            follow_database_clock(store.measure_clock_offset());
             if (!dead.empty()) {
                 spdlog::warn("loader: {} instances stopped beating; their claims are taken over",
                              dead.size());
@@ -101,6 +106,22 @@ void Loader::heartbeat_loop(std::stop_token stop) {
             }
         } while (sleep_unless_stopped(stop, kHeartbeatEvery));
     });
+}
+
+// One clock (SPEC §5): due times are compared on PostgreSQL's clock. Each heartbeat measures
+// this host's offset to it; now_ms() corrects for it, so a host whose clock runs ahead does not
+// release early. An offset beyond --max-clock-offset is refused at start (cli) and logged here.
+void Loader::follow_database_clock(std::chrono::microseconds offset) {
+    set_clock_offset(offset);
+    clock_offset_seconds_.set(std::chrono::duration<double>(offset).count());
+    const bool beyond = std::chrono::abs(offset) > options_.max_clock_offset;
+    if (beyond && !clock_offset_reported_) {
+        spdlog::error("loader: this host's clock is {} ms off PostgreSQL's (more than "
+                      "--max-clock-offset {} ms); correcting for it, but synchronise it (NTP)",
+                      -std::chrono::duration_cast<Milliseconds>(offset).count(),
+                      options_.max_clock_offset.count());
+    }
+    clock_offset_reported_ = beyond;
 }
 
 // After a silence long enough for others to take this instance's claims over, what it holds in
@@ -351,7 +372,7 @@ void Loader::publish_session(std::stop_token stop) {
             }
             for (std::size_t i = 0; i < due_now.size(); ++i) {
                 auto& scheduled = due_now[i];
-                const auto now = std::chrono::system_clock::now();
+                const auto now = now_us();
                 std::uint64_t sequence = 0;
                 try {
                     sequence = connection.publish(

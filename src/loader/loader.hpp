@@ -47,6 +47,8 @@ struct LoaderOptions {
     std::size_t max_in_memory_runs = 50000;     // claimed runs waiting for their publish time
     std::size_t max_in_memory_bytes = 64u << 20;
     std::string owner;  // lease owner id, unique per process
+    // A clock further than this from PostgreSQL's is reported (and refused at start).
+    Milliseconds max_clock_offset{1000};
     std::shared_ptr<metrics::ServiceMetrics> metrics = std::make_shared<metrics::ServiceMetrics>();
 };
 
@@ -79,6 +81,7 @@ private:
     void claim_loop(std::stop_token stop);
     void heartbeat_loop(std::stop_token stop);
     void forget_lost_claims(store::JobStore& store);
+    void follow_database_clock(std::chrono::microseconds offset);
     void publish_loop(std::stop_token stop);
     void publish_session(std::stop_token stop);
     Message release_message(const ClaimedRun& run, TimePoint now, std::size_t frame_max) const;
@@ -92,6 +95,8 @@ private:
     LoaderOptions options_;
     NextRunFunction next_run_;
     LeaseKeeper leases_;
+    metrics::Gauge& clock_offset_seconds_;
+    bool clock_offset_reported_ = false;  // heartbeat thread only
     delay::DelayLadder ladder_;
 
     mutable std::mutex mutex_;

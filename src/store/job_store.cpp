@@ -339,6 +339,17 @@ std::vector<std::string> JobStore::heartbeat(const std::string& owner, Milliseco
     return dead;
 }
 
+std::chrono::microseconds JobStore::measure_clock_offset() {
+    pqxx::nontransaction tx(*connection_);
+    const auto before = std::chrono::system_clock::now();
+    const auto database_us =
+        tx.exec1("SELECT floor(extract(epoch FROM clock_timestamp()) * 1000000)::bigint")[0]
+            .as<std::int64_t>();
+    const auto after = std::chrono::system_clock::now();
+    const auto midpoint = std::chrono::time_point_cast<std::chrono::microseconds>(before + (after - before) / 2);
+    return std::chrono::microseconds{database_us} - midpoint.time_since_epoch();
+}
+
 void JobStore::release_all_claims(const std::string& owner) {
     pqxx::work tx(*connection_);
     tx.exec_prepared("release_claims_of_owners", json::array({owner}).dump());

@@ -102,7 +102,7 @@ void Loader::heartbeat_loop(std::stop_token stop) {
             if (!dead.empty()) {
                 spdlog::warn("loader: {} instances stopped beating; their claims are taken over",
                              dead.size());
-                claimer_wake_.notify_one();
+                wake();  // claim them at once, not at the next poll
             }
         } while (sleep_unless_stopped(stop, kHeartbeatEvery));
     });

@@ -60,7 +60,8 @@ public:
     // that have not beaten for `takeover_after` and gives their claims back (so that any
     // instance claims them at once); returns the instances found dead.
     std::vector<std::string> heartbeat(const std::string& owner, Milliseconds takeover_after);
-    // PostgreSQL's clock minus this host's system clock, from one round trip (its midpoint).
+    // PostgreSQL's clock minus this host's system clock, rounded down by up to a round trip
+    // (so that correcting by it never makes this host's clock run ahead of PostgreSQL's).
     std::chrono::microseconds measure_clock_offset();
     // Gives back every claim `owner` still holds (after it may have been declared dead).
     void release_all_claims(const std::string& owner);

@@ -1,4 +1,4 @@
-// hourglass: a durable job scheduler for RabbitMQ. See README.md and SPEC.md.
+// hourglass: a durable job scheduler for RabbitMQ. See README.md and docs/reference.md.
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>

@@ -89,6 +89,10 @@ TEST_F(HostileSoak, every_hostile_command_ends_alone_and_canaries_are_released_o
     schedule_with("wide nested table", {{"wide", wide}}, true, "");
     schedule_with("properties over a release frame", {{"big", std::string(129500, 'b')}},
                   false, "headers");
+    // So large that even its rejection copy (with x-hourglass-error) would not fit a frame: the
+    // copy drops the header and says so.
+    schedule_with("rejection copy over a frame", {{"huge", std::string(130850, 'h')}}, false,
+                  "headers dropped to fit the frame size: 'huge'");
     // Wrong AMQP types.
     schedule_with("bytes x-delay", {{"x-delay", ByteArray{"5"}}}, false, "x-delay");
     schedule_with("timestamp x-cron", {{"x-cron", Timestamp{5}}}, false, "x-cron", "");
@@ -150,6 +154,7 @@ TEST_F(HostileSoak, every_hostile_command_ends_alone_and_canaries_are_released_o
         EXPECT_FALSE(it->second->accepted) << string_header(copy->message, "x-hourglass-error");
         EXPECT_THAT(string_header(copy->message, "x-hourglass-error"), HasSubstr(it->second->mentions));
         EXPECT_LE(string_header(copy->message, "x-hourglass-error").size(), 5000u);
+        EXPECT_LE(encoded_size(copy->message.properties), 131072u - kContentHeaderOverhead);
         rejected.insert(id);
     }
     EXPECT_EQ(static_cast<long>(rejected.size()), expected_rejections);

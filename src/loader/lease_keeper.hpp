@@ -23,20 +23,30 @@ inline constexpr Milliseconds kPublishGrace{2000};
 // Also written in the claim statement (src/store/job_store.cpp, "interval '3 seconds'").
 inline constexpr Milliseconds kTakeoverAfter{3000};
 
+// The three durations above; unit tests of the loader shorten them.
+struct LeaseTimings {
+    Milliseconds heartbeat_every = kHeartbeatEvery;
+    Milliseconds publish_grace = kPublishGrace;
+    Milliseconds takeover_after = kTakeoverAfter;
+};
+
 class LeaseKeeper {
 public:
     using Clock = std::chrono::steady_clock;
 
+    explicit LeaseKeeper(LeaseTimings timings = {}) : timings_(timings) {}
+    const LeaseTimings& timings() const noexcept { return timings_; }
+
     // A heartbeat committed at `now`.
     void beat_succeeded(Clock::time_point now) {
         std::lock_guard lock(mutex_);
-        if (last_success_ && now - *last_success_ >= kTakeoverAfter) claims_lost_ = true;
+        if (last_success_ && now - *last_success_ >= timings_.takeover_after) claims_lost_ = true;
         last_success_ = now;
     }
     // Whether runs may be published now: a recent heartbeat, and no claims possibly taken over.
     bool may_publish(Clock::time_point now) const {
         std::lock_guard lock(mutex_);
-        return last_success_ && now - *last_success_ < kPublishGrace && !claims_lost_;
+        return last_success_ && now - *last_success_ < timings_.publish_grace && !claims_lost_;
     }
     // Whether the claims held in memory may belong to others now (see above).
     bool claims_lost() const {
@@ -50,6 +60,7 @@ public:
     }
 
 private:
+    const LeaseTimings timings_;
     mutable std::mutex mutex_;
     std::optional<Clock::time_point> last_success_;
     bool claims_lost_ = false;

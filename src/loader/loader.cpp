@@ -12,16 +12,33 @@
 namespace hourglass::loader {
 
 namespace {
-constexpr std::uint16_t kChannel = 1;
 // While publishes await confirms the publisher polls the socket this often at most.
 constexpr auto kConfirmPoll = std::chrono::microseconds{1000};
 constexpr auto kIdleWait = Milliseconds{100};
 constexpr auto kShutdownConfirmWait = std::chrono::seconds{5};
 }  // namespace
 
-Loader::Loader(LoaderOptions options, NextRunFunction next_run)
+namespace {
+LoaderSeams with_defaults(LoaderSeams seams, const LoaderOptions& options) {
+    if (!seams.open_store) {
+        seams.open_store = [](const store::StoreOptions& store_options) {
+            return std::make_unique<store::JobStore>(store_options);
+        };
+    }
+    if (!seams.open_channel) {
+        seams.open_channel = [amqp_options = options.amqp] { return open_release_channel(amqp_options); };
+    }
+    if (!seams.now) seams.now = [] { return now_us(); };
+    if (!seams.steady_now) seams.steady_now = [] { return std::chrono::steady_clock::now(); };
+    return seams;
+}
+}  // namespace
+
+Loader::Loader(LoaderOptions options, NextRunFunction next_run, LoaderSeams seams)
     : options_(std::move(options)),
       next_run_(std::move(next_run)),
+      seams_(with_defaults(std::move(seams), options_)),
+      leases_(options_.lease_timings),
       clock_offset_seconds_(options_.metrics->registry().add_gauge(
           "hourglass_clock_offset_seconds",
           "PostgreSQL's clock minus this host's, measured at each heartbeat; due times are "
@@ -55,7 +72,7 @@ void Loader::run(std::stop_token stop) {
 
 void Loader::schedule(std::vector<ClaimedRun> runs) {
     if (runs.empty()) return;
-    const auto now = now_ms();
+    const auto now = clock_now();
     {
         std::lock_guard lock(mutex_);
         for (auto& run : runs) {
@@ -94,22 +111,23 @@ void Loader::heartbeat_loop(std::stop_token stop) {
     auto store_options = options_.store;
     store_options.open_connections = nullptr;  // the loader's own connection counts for it
     run_with_reconnect("loader (heartbeat)", stop, [&] {
-        store::JobStore store(store_options);
+        const auto store = seams_.open_store(store_options);
+        const auto& timings = leases_.timings();
         do {
-            const auto dead = store.heartbeat(options_.owner, kTakeoverAfter);
-            leases_.beat_succeeded(std::chrono::steady_clock::now());
-            follow_database_clock(store.measure_clock_offset());
+            const auto dead = store->heartbeat(options_.owner, timings.takeover_after);
+            leases_.beat_succeeded(seams_.steady_now());
+            follow_database_clock(store->measure_clock_offset());
             if (!dead.empty()) {
                 spdlog::warn("loader: {} instances stopped beating; their claims are taken over",
                              dead.size());
                 wake();  // claim them at once, not at the next poll
             }
-        } while (sleep_unless_stopped(stop, kHeartbeatEvery));
+        } while (sleep_unless_stopped(stop, timings.heartbeat_every));
     });
 }
 
 // One clock (SPEC §5): due times are compared on PostgreSQL's clock. Each heartbeat measures
-// this host's offset to it; now_ms() corrects for it, so a host whose clock runs ahead does not
+// this host's offset to it; clock_now() corrects for it, so a host whose clock runs ahead does not
 // release early. An offset beyond --max-clock-offset is refused at start (cli) and logged here.
 void Loader::follow_database_clock(std::chrono::microseconds offset) {
     set_clock_offset(offset);
@@ -126,7 +144,7 @@ void Loader::follow_database_clock(std::chrono::microseconds offset) {
 
 // After a silence long enough for others to take this instance's claims over, what it holds in
 // memory may be theirs now: forget it, and give back what is still this instance's own.
-void Loader::forget_lost_claims(store::JobStore& store) {
+void Loader::forget_lost_claims(store::ClaimStore& store) {
     std::size_t forgotten = 0;
     {
         std::lock_guard lock(mutex_);
@@ -141,14 +159,15 @@ void Loader::forget_lost_claims(store::JobStore& store) {
     leases_.claims_forgotten();
     spdlog::warn("loader: PostgreSQL was out of reach for {} ms or more: forgot {} claimed runs "
                  "(other instances may have taken them over) and gave back the rest",
-                 kTakeoverAfter.count(), forgotten);
+                 leases_.timings().takeover_after.count(), forgotten);
 }
 
 void Loader::claim_loop(std::stop_token stop) {
     // After `stop` the claimer keeps going until the publisher has finished, so that confirmed
     // runs are recorded. If the database fails after `stop`, leases simply expire.
     run_with_reconnect("loader (PostgreSQL)", stop, [&] {
-        store::JobStore store(options_.store);
+        const auto connected = seams_.open_store(options_.store);
+        auto& store = *connected;
         spdlog::info("loader: connected to PostgreSQL");
         while (true) {
             if (leases_.claims_lost()) forget_lost_claims(store);
@@ -203,7 +222,7 @@ void Loader::claim_loop(std::stop_token stop) {
                 // would only spin; the next poll (or a wake) tries again.
                 if (capacity > 0 && given_back.empty()) {
                     // The lease covers the wait in memory before the publish, then `lease`.
-                    const auto now = now_ms();
+                    const auto now = clock_now();
                     auto runs = store.claim_due(options_.owner, now + options_.horizon, capacity,
                                                 options_.lease + ladder_.step(),
                                                 resend_due_before(now));
@@ -249,7 +268,7 @@ std::optional<TimePoint> Loader::resend_due_before(TimePoint now) {
     return now - *options_.resend_after;
 }
 
-void Loader::finish_claims(store::JobStore& store) {
+void Loader::finish_claims(store::ClaimStore& store) {
     std::vector<std::string> unpublished;
     {
         std::lock_guard lock(mutex_);
@@ -309,12 +328,8 @@ void Loader::publish_loop(std::stop_token stop) {
 }
 
 void Loader::publish_session(std::stop_token stop) {
-    auto connection_options = options_.amqp;
-    connection_options.connection_name = "hourglass loader";
-    amqp::Connection connection(connection_options);
-    connection.open_channel(kChannel);
-    connection.enable_confirms(kChannel);
-    spdlog::info("loader: connected to RabbitMQ");
+    const auto channel = seams_.open_channel();
+    auto& connection = *channel;
 
     amqp::ConfirmTracker<Scheduled> in_flight;
     std::optional<std::chrono::steady_clock::time_point> stop_deadline;
@@ -324,7 +339,7 @@ void Loader::publish_session(std::stop_token stop) {
         std::vector<HandedOverRun> runs;
         std::vector<amqp::ConfirmTracker<Scheduled>::Settled> refused;
         std::size_t bytes = 0;
-        const auto now = now_ms();
+        const auto now = clock_now();
         for (auto& s : settled) {
             if (!s.ack) {
                 refused.push_back(std::move(s));
@@ -354,13 +369,13 @@ void Loader::publish_session(std::stop_token stop) {
         while (true) {
             options_.metrics->set_unconfirmed_publishes(in_flight.size());
             std::vector<Scheduled> due_now;
-            TimePoint next_publish = now_ms() + kIdleWait;
+            TimePoint next_publish = clock_now() + kIdleWait;
             // Only while this instance's claims are surely its own (live leases).
-            const bool may_publish = leases_.may_publish(std::chrono::steady_clock::now());
+            const bool may_publish = leases_.may_publish(seams_.steady_now());
             {
                 std::lock_guard lock(mutex_);
                 if (!stop.stop_requested() && may_publish) {
-                    const auto now = now_ms();
+                    const auto now = clock_now();
                     while (!schedule_.empty() && schedule_.top().publish_at <= now &&
                            in_flight_ < options_.max_unconfirmed) {
                         due_now.push_back(schedule_.top());
@@ -372,13 +387,12 @@ void Loader::publish_session(std::stop_token stop) {
             }
             for (std::size_t i = 0; i < due_now.size(); ++i) {
                 auto& scheduled = due_now[i];
-                const auto now = now_us();
+                const auto now = seams_.now();
                 std::uint64_t sequence = 0;
                 try {
                     sequence = connection.publish(
-                        kChannel, release_message(scheduled.run,
-                                                  std::chrono::time_point_cast<Milliseconds>(now),
-                                                  connection.frame_max()));
+                        release_message(scheduled.run, std::chrono::time_point_cast<Milliseconds>(now),
+                                        connection.frame_max()));
                 } catch (...) {
                     // This run and the rest of the batch were not published: back to the store.
                     std::vector<amqp::ConfirmTracker<Scheduled>::Settled> unpublished;
@@ -399,7 +413,7 @@ void Loader::publish_session(std::stop_token stop) {
 
             if (!in_flight.empty()) {
                 const auto until_publish = std::chrono::duration_cast<std::chrono::microseconds>(
-                    next_publish - now_ms());
+                    next_publish - clock_now());
                 const auto wait = std::clamp(until_publish, std::chrono::microseconds{0}, kConfirmPoll);
                 for (auto event = connection.next_event(wait); event;
                      event = connection.next_event(std::chrono::microseconds{0})) {
@@ -409,7 +423,9 @@ void Loader::publish_session(std::stop_token stop) {
                 {
                     std::unique_lock lock(mutex_);
                     const auto generation = schedule_generation_;
-                    publisher_wake_.wait_until(lock, next_publish, [&] {
+                    // A wait for a duration, not until an instant: the one clock is corrected
+                    // (and injected in tests), the condition variable's is not.
+                    publisher_wake_.wait_for(lock, next_publish - clock_now(), [&] {
                         return stop.stop_requested() || schedule_generation_ != generation;
                     });
                 }

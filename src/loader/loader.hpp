@@ -27,6 +27,8 @@
 #include "hourglass/job.hpp"
 #include "hourglass/metrics.hpp"
 #include "loader/lease_keeper.hpp"
+#include "loader/release_channel.hpp"
+#include "store/claim_store.hpp"
 #include "store/job_store.hpp"
 
 namespace hourglass::loader {
@@ -47,9 +49,22 @@ struct LoaderOptions {
     std::size_t max_in_memory_runs = 50000;     // claimed runs waiting for their publish time
     std::size_t max_in_memory_bytes = 64u << 20;
     std::string owner;  // lease owner id, unique per process
+    LeaseTimings lease_timings;
     // A clock further than this from PostgreSQL's is reported (and refused at start).
     Milliseconds max_clock_offset{1000};
     std::shared_ptr<metrics::ServiceMetrics> metrics = std::make_shared<metrics::ServiceMetrics>();
+};
+
+// What the loader reaches outside itself. Every member left empty means the real thing
+// (store::JobStore, an AMQP channel, the process's one clock); unit tests inject fakes.
+struct LoaderSeams {
+    // One store per thread (claimer, heartbeat), each with its own connection.
+    std::function<std::unique_ptr<store::ClaimStore>(const store::StoreOptions&)> open_store;
+    std::function<std::unique_ptr<ReleaseChannel>()> open_channel;
+    // The one clock (SPEC §5): due times are compared on it.
+    std::function<std::chrono::sys_time<std::chrono::microseconds>()> now;
+    // The monotonic clock of heartbeats and leases.
+    std::function<std::chrono::steady_clock::time_point()> steady_now;
 };
 
 // Computes what a confirmed run leaves behind (next run of a recurring job); set by cron.
@@ -57,7 +72,7 @@ using NextRunFunction = std::function<std::optional<TimePoint>(const ClaimedRun&
 
 class Loader {
 public:
-    Loader(LoaderOptions options, NextRunFunction next_run = {});
+    Loader(LoaderOptions options, NextRunFunction next_run = {}, LoaderSeams seams = {});
     ~Loader();
     Loader(const Loader&) = delete;
     Loader& operator=(const Loader&) = delete;
@@ -80,7 +95,7 @@ private:
 
     void claim_loop(std::stop_token stop);
     void heartbeat_loop(std::stop_token stop);
-    void forget_lost_claims(store::JobStore& store);
+    void forget_lost_claims(store::ClaimStore& store);
     void follow_database_clock(std::chrono::microseconds offset);
     void publish_loop(std::stop_token stop);
     void publish_session(std::stop_token stop);
@@ -89,11 +104,13 @@ private:
     void confirmed(std::vector<HandedOverRun> runs);
     template <typename Settled>
     void give_back(const std::vector<Settled>& runs);
-    void finish_claims(store::JobStore& store);
+    void finish_claims(store::ClaimStore& store);
+    TimePoint clock_now() const { return std::chrono::time_point_cast<Milliseconds>(seams_.now()); }
     std::optional<TimePoint> resend_due_before(TimePoint now);
 
     LoaderOptions options_;
     NextRunFunction next_run_;
+    LoaderSeams seams_;
     LeaseKeeper leases_;
     metrics::Gauge& clock_offset_seconds_;
     bool clock_offset_reported_ = false;  // heartbeat thread only

@@ -15,6 +15,7 @@
 #include "hourglass/command.hpp"
 #include "hourglass/job.hpp"
 #include "hourglass/metrics.hpp"
+#include "store/claim_store.hpp"
 
 #include <pqxx/connection>
 
@@ -31,7 +32,7 @@ struct StoreOptions {
     bool background = false;
 };
 
-class JobStore {
+class JobStore final : public ClaimStore {
 public:
     explicit JobStore(const StoreOptions& options);
     ~JobStore();
@@ -51,22 +52,26 @@ public:
     // broker lost them.
     std::vector<ClaimedRun> claim_due(const std::string& owner, TimePoint horizon_end,
                                       std::size_t limit, Milliseconds lease,
-                                      std::optional<TimePoint> resend_due_before = std::nullopt);
+                                      std::optional<TimePoint> resend_due_before) override;
+    std::vector<ClaimedRun> claim_due(const std::string& owner, TimePoint horizon_end,
+                                      std::size_t limit, Milliseconds lease) {
+        return claim_due(owner, horizon_end, limit, lease, std::nullopt);
+    }
     // Records runs the broker confirmed; only runs still leased to `owner` are changed.
-    void record_handed_over(const std::string& owner, const std::vector<HandedOverRun>& runs);
+    void record_handed_over(const std::string& owner, const std::vector<HandedOverRun>& runs) override;
     // Gives back claimed runs that were not published (shutdown), so others take them at once.
-    void release_claims(const std::string& owner, const std::vector<std::string>& ids);
+    void release_claims(const std::string& owner, const std::vector<std::string>& ids) override;
     // Live leases (SPEC §5, migration 007). Records that `owner` is alive, forgets instances
     // that have not beaten for `takeover_after` and gives their claims back (so that any
     // instance claims them at once); returns the instances found dead.
-    std::vector<std::string> heartbeat(const std::string& owner, Milliseconds takeover_after);
+    std::vector<std::string> heartbeat(const std::string& owner, Milliseconds takeover_after) override;
     // PostgreSQL's clock minus this host's system clock, rounded down by up to a round trip
     // (so that correcting by it never makes this host's clock run ahead of PostgreSQL's).
-    std::chrono::microseconds measure_clock_offset();
+    std::chrono::microseconds measure_clock_offset() override;
     // Gives back every claim `owner` still holds (after it may have been declared dead).
-    void release_all_claims(const std::string& owner);
+    void release_all_claims(const std::string& owner) override;
     // Unregisters `owner` (a clean stop).
-    void leave(const std::string& owner);
+    void leave(const std::string& owner) override;
     // Records releases seen by the audit consumer; returns the lateness_ms of each release
     // recorded (releases of unknown jobs are skipped).
     std::vector<double> record_releases(const std::vector<ObservedRelease>& releases);

@@ -1,0 +1,38 @@
+#include "loader/release_channel.hpp"
+
+#include <spdlog/spdlog.h>
+
+namespace hourglass::loader {
+
+namespace {
+
+constexpr std::uint16_t kChannel = 1;
+
+class AmqpReleaseChannel final : public ReleaseChannel {
+public:
+    explicit AmqpReleaseChannel(const amqp::ConnectionOptions& options) : connection_(options) {
+        connection_.open_channel(kChannel);
+        connection_.enable_confirms(kChannel);
+    }
+    std::uint64_t publish(const Message& message) override {
+        return connection_.publish(kChannel, message);
+    }
+    std::optional<amqp::Event> next_event(std::chrono::microseconds timeout) override {
+        return connection_.next_event(timeout);
+    }
+    std::size_t frame_max() const override { return connection_.frame_max(); }
+
+private:
+    amqp::Connection connection_;
+};
+
+}  // namespace
+
+std::unique_ptr<ReleaseChannel> open_release_channel(amqp::ConnectionOptions options) {
+    options.connection_name = "hourglass loader";
+    auto channel = std::make_unique<AmqpReleaseChannel>(options);
+    spdlog::info("loader: connected to RabbitMQ");
+    return channel;
+}
+
+}  // namespace hourglass::loader

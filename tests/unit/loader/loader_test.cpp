@@ -1,0 +1,404 @@
+// The loader with a fake store and a fake broker channel (its seams, loader.hpp): hand-over,
+// live leases (renewal, silence, takeover), give-back of refused and failed publishes, and the
+// clean stop, in milliseconds and without services. The integration tests keep it real.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "loader/loader.hpp"
+
+namespace hourglass::loader {
+namespace {
+
+using namespace std::chrono_literals;
+using Micros = std::chrono::sys_time<std::chrono::microseconds>;
+
+// Waits until `condition` holds (true) or `timeout` passes (false).
+template <typename Condition>
+bool eventually(Condition condition, std::chrono::milliseconds timeout = 3s) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+        if (condition()) return true;
+        std::this_thread::sleep_for(5ms);
+    }
+    return condition();
+}
+
+// hourglass.jobs as the loader sees it, shared by every "connection" the loader opens.
+struct FakeDatabase {
+    struct Row {
+        ClaimedRun run;
+        std::string owner;  // empty: pending, claimable
+        bool handed_over = false;
+    };
+    mutable std::mutex mutex;
+    std::map<std::string, Row> rows;
+    bool reachable = true;  // false: every call fails as a lost connection would
+    bool heartbeats_fail = false;  // only heartbeats fail (their connection is the one lost)
+    int heartbeats = 0;
+    int release_all_calls = 0;
+    int leaves = 0;
+    std::vector<std::string> released;  // ids given back one by one (release_claims)
+
+    void add(const std::string& id, TimePoint due) {
+        std::lock_guard lock(mutex);
+        ClaimedRun run;
+        run.id = id;
+        run.routing_key = "rk." + id;
+        run.body = "body of " + id;
+        run.due_at = due;
+        rows[id] = Row{run, "", false};
+    }
+    void set_reachable(bool value) {
+        std::lock_guard lock(mutex);
+        reachable = value;
+    }
+    void check_reachable() const {
+        if (!reachable) throw std::runtime_error("fake database: connection lost");
+    }
+    std::size_t handed_over() const {
+        std::lock_guard lock(mutex);
+        return static_cast<std::size_t>(std::count_if(
+            rows.begin(), rows.end(), [](const auto& row) { return row.second.handed_over; }));
+    }
+    bool claimed(const std::string& id) const {
+        std::lock_guard lock(mutex);
+        return !rows.at(id).owner.empty();
+    }
+    template <typename Read>
+    auto read(Read read_fields) const {
+        std::lock_guard lock(mutex);
+        return read_fields(*this);
+    }
+    template <typename Change>
+    auto read(Change change) {
+        std::lock_guard lock(mutex);
+        return change(*this);
+    }
+};
+
+class FakeStore final : public store::ClaimStore {
+public:
+    explicit FakeStore(FakeDatabase& db) : db_(db) {
+        std::lock_guard lock(db_.mutex);
+        db_.check_reachable();
+    }
+    std::vector<ClaimedRun> claim_due(const std::string& owner, TimePoint horizon_end,
+                                      std::size_t limit, Milliseconds,
+                                      std::optional<TimePoint>) override {
+        std::lock_guard lock(db_.mutex);
+        db_.check_reachable();
+        std::vector<ClaimedRun> claimed;
+        for (auto& [id, row] : db_.rows) {
+            if (claimed.size() == limit) break;
+            if (row.owner.empty() && !row.handed_over && row.run.due_at <= horizon_end) {
+                row.owner = owner;
+                claimed.push_back(row.run);
+            }
+        }
+        return claimed;
+    }
+    void record_handed_over(const std::string& owner,
+                            const std::vector<HandedOverRun>& runs) override {
+        std::lock_guard lock(db_.mutex);
+        db_.check_reachable();
+        for (const auto& run : runs) {
+            auto& row = db_.rows.at(run.id);
+            if (row.owner == owner) {
+                row.handed_over = true;
+                row.owner.clear();
+            }
+        }
+    }
+    void release_claims(const std::string& owner, const std::vector<std::string>& ids) override {
+        std::lock_guard lock(db_.mutex);
+        db_.check_reachable();
+        for (const auto& id : ids) {
+            auto& row = db_.rows.at(id);
+            if (row.owner == owner) row.owner.clear();
+            db_.released.push_back(id);
+        }
+    }
+    std::vector<std::string> heartbeat(const std::string&, Milliseconds) override {
+        std::lock_guard lock(db_.mutex);
+        db_.check_reachable();
+        if (db_.heartbeats_fail) throw std::runtime_error("fake database: heartbeat lost");
+        ++db_.heartbeats;
+        return {};
+    }
+    std::chrono::microseconds measure_clock_offset() override { return {}; }
+    void release_all_claims(const std::string& owner) override {
+        std::lock_guard lock(db_.mutex);
+        db_.check_reachable();
+        ++db_.release_all_calls;
+        for (auto& [id, row] : db_.rows) {
+            if (row.owner == owner) row.owner.clear();
+        }
+    }
+    void leave(const std::string&) override {
+        std::lock_guard lock(db_.mutex);
+        ++db_.leaves;
+    }
+
+private:
+    FakeDatabase& db_;
+};
+
+// The broker as the loader's channel sees it: each publish is acked, nacked or fails.
+struct FakeBroker {
+    enum class Answer { ack, nack, fail };
+    struct Published {
+        Message message;
+        Micros at;
+    };
+    std::mutex mutex;
+    std::deque<Answer> next_answers;  // then ack
+    std::vector<Published> published;
+    int channels_opened = 0;
+
+    void answer_next(std::initializer_list<Answer> answers) {
+        std::lock_guard lock(mutex);
+        next_answers.insert(next_answers.end(), answers);
+    }
+    std::vector<Published> publishes() {
+        std::lock_guard lock(mutex);
+        return published;
+    }
+};
+
+class FakeChannel final : public ReleaseChannel {
+public:
+    FakeChannel(FakeBroker& broker, std::function<Micros()> now) : broker_(broker), now_(std::move(now)) {}
+    std::uint64_t publish(const Message& message) override {
+        std::lock_guard lock(broker_.mutex);
+        auto answer = FakeBroker::Answer::ack;
+        if (!broker_.next_answers.empty()) {
+            answer = broker_.next_answers.front();
+            broker_.next_answers.pop_front();
+        }
+        if (answer == FakeBroker::Answer::fail) throw std::runtime_error("fake broker: connection lost");
+        broker_.published.push_back({message, now_()});
+        confirms_.push_back(amqp::Confirm{1, ++sequence_, false, answer == FakeBroker::Answer::ack});
+        return sequence_;
+    }
+    std::optional<amqp::Event> next_event(std::chrono::microseconds timeout) override {
+        {
+            std::lock_guard lock(broker_.mutex);
+            if (!confirms_.empty()) {
+                const auto confirm = confirms_.front();
+                confirms_.pop_front();
+                return amqp::Event{confirm};
+            }
+        }
+        std::this_thread::sleep_for(std::min(timeout, std::chrono::microseconds{1000}));
+        return std::nullopt;
+    }
+    std::size_t frame_max() const override { return 131072; }
+
+private:
+    FakeBroker& broker_;
+    std::function<Micros()> now_;
+    std::deque<amqp::Confirm> confirms_;
+    std::uint64_t sequence_ = 0;
+};
+
+// A loader over the fakes, running in its own thread until the fixture ends or stop().
+class LoaderTest : public ::testing::Test {
+protected:
+    LoaderOptions options() {
+        LoaderOptions options;
+        options.horizon = 2s;
+        options.poll_interval = 20ms;
+        options.owner = "instance-a";
+        options.lease_timings = {.heartbeat_every = 20ms, .publish_grace = 150ms, .takeover_after = 300ms};
+        return options;
+    }
+    void start(LoaderOptions loader_options) {
+        LoaderSeams seams;
+        seams.open_store = [this](const store::StoreOptions&) { return std::make_unique<FakeStore>(db); };
+        seams.open_channel = [this] {
+            {
+                std::lock_guard lock(broker.mutex);
+                ++broker.channels_opened;
+            }
+            return std::make_unique<FakeChannel>(broker, [this] { return clock(); });
+        };
+        seams.now = [this] { return clock(); };
+        ladder.emplace(delay::DelayLadder::for_horizon(loader_options.horizon));
+        names = loader_options.topology.names;
+        loader.emplace(std::move(loader_options), NextRunFunction{}, std::move(seams));
+        thread = std::jthread([this](std::stop_token stop) { loader->run(stop); });
+    }
+    void stop() {
+        thread.request_stop();
+        if (thread.joinable()) thread.join();
+    }
+    void TearDown() override { stop(); }
+
+    // The one clock, which the test may set ahead of the host's.
+    Micros clock() const { return now_us() + offset.load(); }
+    TimePoint in(Milliseconds delay) const {
+        return std::chrono::time_point_cast<Milliseconds>(clock()) + delay;
+    }
+    // When RabbitMQ would release a publish: its time plus the TTL of the queue it went to.
+    Micros released_at(const FakeBroker::Published& publish) const {
+        for (const auto ttl : ladder->ttls()) {
+            if (publish.message.exchange == names.delay(ttl)) return publish.at + ttl;
+        }
+        ADD_FAILURE() << "published to " << publish.message.exchange << ", not a delay queue";
+        return publish.at;
+    }
+
+    FakeDatabase db;
+    FakeBroker broker;
+    std::atomic<std::chrono::microseconds> offset{std::chrono::microseconds{0}};
+    std::optional<delay::DelayLadder> ladder;
+    delay::TopologyNames names;
+    std::optional<Loader> loader;
+    std::jthread thread;
+};
+
+std::string header_text(const Message& message, std::string_view name) {
+    const auto* value = find_header(message.properties, name);
+    if (value == nullptr) return {};
+    const auto* text = std::get_if<std::string>(&value->value);
+    return text != nullptr ? *text : std::string{};
+}
+
+TEST_F(LoaderTest, hands_over_runs_due_within_the_horizon_on_time_and_records_them) {
+    db.add("soon", in(300ms));
+    db.add("later", in(1200ms));
+    db.add("beyond-the-horizon", in(10min));
+    start(options());
+
+    ASSERT_TRUE(eventually([&] { return db.handed_over() == 2; }));
+    EXPECT_FALSE(db.claimed("beyond-the-horizon"));
+    const auto publishes = broker.publishes();
+    ASSERT_EQ(publishes.size(), 2u);
+    for (const auto& publish : publishes) {
+        const auto id = header_text(publish.message, header::kId);
+        const auto due = db.read([&](const FakeDatabase& d) { return d.rows.at(id).run.due_at; });
+        // Released by the broker at its due time on the one clock: never early, never much late.
+        EXPECT_GE(released_at(publish), due) << id;
+        EXPECT_LE(released_at(publish), due + 500ms) << id;  // loose: CI machines are busy
+        EXPECT_EQ(publish.message.routing_key, "rk." + id);
+        EXPECT_EQ(publish.message.body, "body of " + id);
+        EXPECT_EQ(header_text(publish.message, header::kDue), format_rfc3339_ms(due));
+    }
+    EXPECT_EQ(loader->runs_handed_over(), 2u);
+}
+
+TEST_F(LoaderTest, compares_due_times_on_the_injected_clock_not_the_hosts) {
+    // The one clock runs an hour ahead of this host's: a run due in an hour by the host's
+    // clock is due now.
+    offset = std::chrono::hours{1};
+    db.add("due-now-on-the-one-clock", in(100ms));
+    start(options());
+    ASSERT_TRUE(eventually([&] { return db.handed_over() == 1; }));
+    EXPECT_GE(released_at(broker.publishes().at(0)), in(0ms) - 1s);
+}
+
+TEST_F(LoaderTest, publishes_nothing_until_a_heartbeat_has_succeeded) {
+    db.add("job", in(0ms));
+    db.read([](FakeDatabase& d) { return d.heartbeats_fail = true; });
+    start(options());
+    ASSERT_TRUE(eventually([&] { return db.claimed("job"); }));
+    std::this_thread::sleep_for(300ms);
+    EXPECT_TRUE(broker.publishes().empty()) << "no heartbeat yet: its claims are not surely its own";
+
+    db.read([](FakeDatabase& d) { return d.heartbeats_fail = false; });
+    EXPECT_TRUE(eventually([&] { return db.handed_over() == 1; }));
+}
+
+TEST_F(LoaderTest, stops_publishing_when_heartbeats_fail_and_forgets_its_claims_after_the_takeover_time) {
+    db.add("first", in(100ms));
+    db.add("second", in(700ms));
+    start(options());
+    ASSERT_TRUE(eventually([&] { return db.handed_over() == 1; }));
+    ASSERT_TRUE(db.claimed("second")) << "claimed within the horizon, waiting in memory";
+
+    // The database goes out of reach for longer than the takeover time: "second" comes due
+    // meanwhile, but another instance may have taken it over, so this one must not publish it.
+    db.set_reachable(false);
+    const auto silent_from = clock();
+    std::this_thread::sleep_for(1200ms);
+    EXPECT_EQ(broker.publishes().size(), 1u) << "published while its heartbeat was failing";
+
+    db.set_reachable(true);
+    ASSERT_TRUE(eventually([&] { return db.handed_over() == 2; }, 5s));
+    // Back in reach after the takeover time: it forgot what it held and gave back its claims
+    // before publishing again; "second" was claimed anew and released late, not twice.
+    EXPECT_GE(db.read([](const FakeDatabase& d) { return d.release_all_calls; }), 1);
+    const auto publishes = broker.publishes();
+    ASSERT_EQ(publishes.size(), 2u);
+    EXPECT_GT(publishes[1].at, silent_from + 1200ms);
+}
+
+TEST_F(LoaderTest, a_silence_shorter_than_the_publish_grace_changes_nothing) {
+    db.add("job", in(600ms));
+    start(options());
+    ASSERT_TRUE(eventually([&] { return db.claimed("job"); }));
+    db.set_reachable(false);
+    std::this_thread::sleep_for(60ms);  // < publish_grace
+    db.set_reachable(true);
+    ASSERT_TRUE(eventually([&] { return db.handed_over() == 1; }));
+    EXPECT_EQ(db.read([](const FakeDatabase& d) { return d.release_all_calls; }), 0);
+    EXPECT_EQ(broker.publishes().size(), 1u);
+}
+
+TEST_F(LoaderTest, a_run_the_broker_refuses_goes_back_to_the_store_and_is_claimed_again) {
+    broker.answer_next({FakeBroker::Answer::nack});
+    db.add("job", in(0ms));
+    start(options());
+    ASSERT_TRUE(eventually([&] { return db.handed_over() == 1; }));
+    EXPECT_EQ(db.read([](const FakeDatabase& d) { return d.released; }),
+              std::vector<std::string>{"job"});
+    EXPECT_EQ(broker.publishes().size(), 2u) << "refused once, then published again";
+}
+
+TEST_F(LoaderTest, a_publish_that_fails_gives_back_the_rest_of_its_batch_and_reconnects) {
+    for (int i = 0; i < 5; ++i) db.add("job-" + std::to_string(i), in(0ms));
+    broker.answer_next({FakeBroker::Answer::ack, FakeBroker::Answer::fail});
+    start(options());
+    ASSERT_TRUE(eventually([&] { return db.handed_over() == 5; }));
+    // The run published before the failure lost its confirm with the connection: it goes back
+    // too and is published again (at least once, SPEC §5), with the one that failed and the
+    // three after it.
+    const auto released = db.read([](const FakeDatabase& d) { return d.released; });
+    EXPECT_EQ(released.size(), 5u);
+    std::lock_guard lock(broker.mutex);
+    EXPECT_EQ(broker.channels_opened, 2);
+    std::set<std::string> ids;
+    for (const auto& publish : broker.published) ids.insert(header_text(publish.message, header::kId));
+    EXPECT_EQ(ids.size(), 5u);
+    EXPECT_EQ(broker.published.size(), 6u) << "only the unconfirmed run twice";
+}
+
+TEST_F(LoaderTest, a_clean_stop_gives_back_unpublished_claims_and_leaves) {
+    db.add("due-later", in(1500ms));
+    start(options());
+    ASSERT_TRUE(eventually([&] { return db.claimed("due-later"); }));
+    stop();
+    EXPECT_FALSE(db.claimed("due-later"));
+    EXPECT_TRUE(broker.publishes().empty());
+    EXPECT_EQ(db.read([](const FakeDatabase& d) { return d.leaves; }), 1);
+}
+
+TEST_F(LoaderTest, holds_no_more_runs_in_memory_than_allowed) {
+    for (int i = 0; i < 50; ++i) db.add("job-" + std::to_string(100 + i), in(1500ms));
+    auto limited = options();
+    limited.max_in_memory_runs = 20;
+    start(std::move(limited));
+    ASSERT_TRUE(eventually([&] { return loader->in_memory_runs() == 20; }));
+    std::this_thread::sleep_for(100ms);
+    EXPECT_EQ(loader->in_memory_runs(), 20u);
+    EXPECT_TRUE(eventually([&] { return db.handed_over() == 50; }));
+}
+
+}  // namespace
+}  // namespace hourglass::loader

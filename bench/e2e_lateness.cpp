@@ -53,6 +53,7 @@ struct Settings {
     std::size_t body_bytes = 0;
     double drain_s = 30;
     double linger_s = 0;
+    double series_every_s = 0;  // > 0: lateness per interval of receive time, in the JSON
     unsigned seed = 42;
 };
 
@@ -88,6 +89,8 @@ int main(int argc, char** argv) {
     app.add_option("--body-bytes", s.body_bytes, "body size (0: a short text)");
     app.add_option("--drain", s.drain_s, "seconds to wait after the last due time");
     app.add_option("--seed", s.seed);
+    app.add_option("--series-every", s.series_every_s,
+                   "seconds per interval of a lateness time series (by receive time; 0: none)");
     app.add_option("--linger", s.linger_s,
                    "seconds to keep the connections open at the end (the management API counts "
                    "what a channel did only at its next statistics interval)");
@@ -194,6 +197,7 @@ int main(int argc, char** argv) {
     std::unordered_map<std::string, int> seen;
     seen.reserve(total);
     std::optional<TimePoint> first_receive, last_receive;
+    std::vector<std::vector<double>> series;  // lateness of the releases received per interval
     std::chrono::sys_time<std::chrono::microseconds> first_us{}, last_us{};
     while (true) {
         auto received = receiver.receive(200ms);
@@ -211,6 +215,13 @@ int main(int argc, char** argv) {
                 std::chrono::duration<double, std::milli>(received->received_at_us - *due).count();
             if (late_ms < 0) ++early;
             lateness.push_back(late_ms);
+            if (s.series_every_s > 0) {
+                const auto since_start = std::chrono::duration<double>(
+                    received->received_at_us - std::chrono::time_point_cast<std::chrono::microseconds>(start));
+                const auto bin = static_cast<std::size_t>(std::max(0.0, since_start.count()) / s.series_every_s);
+                if (series.size() <= bin) series.resize(bin + 1);
+                series[bin].push_back(late_ms);
+            }
         }
         if (publishing_done && seen.size() >= total) {
             // A moment more, to see duplicates that follow closely.
@@ -264,6 +275,18 @@ int main(int argc, char** argv) {
         result["duration_s"] = s.duration_s;
         result["min_delay_ms"] = s.min_delay_ms;
         result["max_delay_ms"] = s.max_delay_ms;
+    }
+    if (s.series_every_s > 0) {
+        auto& out = result["series"] = nlohmann::json::array();
+        for (std::size_t bin = 0; bin < series.size(); ++bin) {
+            auto& values = series[bin];
+            std::sort(values.begin(), values.end());
+            out.push_back({{"t_s", static_cast<double>(bin + 1) * s.series_every_s},
+                           {"releases", values.size()},
+                           {"lateness_p50_ms", percentile(values, 0.50)},
+                           {"lateness_p99_ms", percentile(values, 0.99)},
+                           {"lateness_max_ms", percentile(values, 1.0)}});
+        }
     }
     std::printf("%-10s %-10s jobs %7zu  lost %zu  early %zu  dup %zu  lateness p50 %.2f ms  p99 %.2f ms  "
                 "max %.2f ms  min %.2f ms",

@@ -47,7 +47,7 @@ void check_reply(amqp_connection_state_t state, const amqp_rpc_reply_t& reply, c
         throw ChannelError(std::string(what) + ": channel closed by broker: " +
                                std::to_string(code) + " " + text +
                                (code == AMQP_ACCESS_REFUSED
-                                    ? " (the RabbitMQ user lacks a permission: see README "
+                                    ? " (the RabbitMQ user lacks a permission: see docs/operating.md "
                                       "\"Permissions\")"
                                     : ""),
                            code, channel);

@@ -17,7 +17,7 @@
 
 namespace hourglass::cli {
 
-// Exit codes of schedule and cancel (documented in README.md, "Command line").
+// Exit codes of schedule and cancel (documented in docs/operating.md, "Command line").
 enum ExitCode : int {
     kExitAccepted = 0,     // scheduled, replaced, duplicate, cancelled
     kExitFailed = 1,       // any other error

@@ -20,7 +20,7 @@ constexpr int kExitUsage = 64;
 void add_common_options(CLI::App& command, ServiceOptions& options) {
     command
         .add_option("--config", options.config,
-                    "TOML or INI file with settings named like the flags (see README)")
+                    "TOML or INI file with settings named like the flags (see docs/operating.md)")
         ->envname("HOURGLASS_CONFIG");
     command.add_option("--log-level", options.log_level, "Lowest level logged")
         ->envname("HOURGLASS_LOG_LEVEL")
@@ -175,7 +175,7 @@ int main(int argc, char** argv) {
     CLI::App app{"hourglass: a durable job scheduler for RabbitMQ"};
     app.require_subcommand(1);
     app.footer(
-        "Settings: every flag is also an environment variable and a config file key (README.md).\n"
+        "Settings: every flag is also an environment variable and a config file key (docs/operating.md).\n"
         "Run `hourglass COMMAND --help` for the flags of one command.");
 
     // One options struct per command: CLI11 reads environment variables for every command, so

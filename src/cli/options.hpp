@@ -1,6 +1,6 @@
 // Configuration of every command, built in one place from flags, environment variables and the
 // optional config file (flag > environment > file > default). Names are documented in
-// README.md ("Settings").
+// docs/operating.md ("Settings").
 #pragma once
 
 #include <optional>

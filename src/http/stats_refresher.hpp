@@ -15,7 +15,7 @@
 namespace hourglass::http {
 
 // Since migration 004 the view reads counters and indexes, not the whole table (before it, one
-// read took 3.7–7 s at 10 M jobs; README "Benchmarks"). As a guard against whatever a read
+// read took 3.7–7 s at 10 M jobs; docs/benchmarks.md). As a guard against whatever a read
 // still costs (the lateness percentiles of a very busy hour), the refresher waits at least
 // kStatsReadShare times its last read's duration before the next one, so reading the view
 // never takes more than 1/kStatsReadShare of PostgreSQL's time.

@@ -33,7 +33,7 @@ MigrationReport migrate(pqxx::connection& connection, const std::string& schema,
         text = text.substr(0, text.find('\n'));
         if (text.starts_with("ERROR:")) text = text.substr(text.find_first_not_of(' ', 6));
         throw std::runtime_error("PostgreSQL: migrating schema " + schema + ": " + text +
-                                 " (the role lacks a privilege: see README \"Permissions\")");
+                                 " (the role lacks a privilege: see docs/operating.md \"Permissions\")");
     }
 }
 

@@ -1,7 +1,7 @@
 // A 3-node RabbitMQ cluster (scripts/services with HOURGLASS_SERVICES_CLUSTER=3, started by the
 // test in its own directory) with every hourglass queue a quorum queue: stopping the node
 // hourglass is connected to, under load, loses no job: hourglass moves on to the next URL of its
-// list (README "Clustering"). debian12 only; about a minute.
+// list (docs/operating.md "Clustering"). debian12 only; about a minute.
 #include <gmock/gmock.h>
 #include <stdlib.h>
 

@@ -196,7 +196,7 @@ void HourglassTest::SetUp() {
     std::random_device random;
     const auto tag = std::to_string(random() % 1000000000);
     // Under `hourglass.`: the least-privilege user of scripts/services may use only names that
-    // match ^hourglass\..* (README "Permissions").
+    // match ^hourglass\..* (docs/operating.md "Permissions").
     prefix_ = "hourglass.t" + tag;
     schema_ = "hg_t" + tag;
     db_ = std::make_unique<pqxx::connection>(pg_url_);

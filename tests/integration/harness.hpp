@@ -100,7 +100,7 @@ protected:
     bool eventually(const std::string& query, const std::string& expected,
                     std::chrono::milliseconds timeout = std::chrono::seconds{10});
 
-    std::string amqp_url_;        // the least-privilege users (README "Permissions")
+    std::string amqp_url_;        // the least-privilege users (docs/operating.md "Permissions")
     std::string pg_url_;
     std::string admin_amqp_url_;  // administrator / database owner (CREATEROLE)
     std::string admin_pg_url_;

@@ -327,7 +327,7 @@ TEST_F(Operations, stats_counts_follow_every_write_without_reading_the_whole_tab
 }
 
 // At 10 M jobs one read of the stats view takes seconds; with parallel workers it took every
-// core of a 2-core machine from ingest (README "Benchmarks").
+// core of a 2-core machine from ingest (docs/benchmarks.md).
 TEST_F(Operations, the_background_stats_reader_scans_without_parallel_workers_or_jit) {
     const auto setting = [&](bool background, const std::string& name) {
         store::StoreOptions options{.pg_url = pg_url_, .schema = schema_};

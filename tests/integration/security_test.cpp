@@ -1,6 +1,6 @@
 // TLS (amqps:// with peer and host name verification, PostgreSQL sslmode=verify-full) and least
 // privilege (hourglass runs with exactly the RabbitMQ permissions and PostgreSQL grants that
-// README "Permissions" documents). scripts/services provides a test CA, TLS listeners and an
+// docs/operating.md "Permissions" documents). scripts/services provides a test CA, TLS listeners and an
 // administrator for making users (HOURGLASS_AMQPS_URL, HOURGLASS_PG_TLS_URL, ...ADMIN_URL).
 #include <gmock/gmock.h>
 
@@ -199,7 +199,7 @@ protected:
     std::vector<std::string> rabbit_users_, pg_roles_;
 };
 
-// README "Permissions", for this test's prefix P: configure ^P\..*, write ^(P\..*|amq\.default)$,
+// docs/operating.md "Permissions", for this test's prefix P: configure ^P\..*, write ^(P\..*|amq\.default)$,
 // read ^P\..*; and in PostgreSQL a role that owns the schema (made by a DBA) and may connect.
 TEST_F(Permissions, hourglass_runs_with_exactly_the_documented_permissions) {
     const auto p = regex_quote(prefix_);

@@ -2,7 +2,7 @@
 // the user's own exchanges with the job's routing key and properties and without the header;
 // disallowed targets rejected; nothing dropped when a target cannot route or has gone; as
 // punctual as untargeted jobs. And the plugin's documented usage replayed through hourglass
-// (README "Coming from rabbitmq_delayed_message_exchange").
+// (docs/migrating-from-delayed-message-plugin.md).
 #include <algorithm>
 #include <iostream>
 #include <map>
@@ -278,7 +278,7 @@ TEST_F(TargetExchange, targets_that_are_gone_or_route_nowhere_keep_the_job_in_un
         << metrics;
 }
 
-// The cost of forwarding (README): with no instance running at the due time, a targeted job
+// The cost of forwarding (docs/using.md): with no instance running at the due time, a targeted job
 // waits durably in the forward queue and reaches its target when an instance starts.
 TEST_F(TargetExchange, a_job_due_while_no_instance_runs_is_forwarded_when_one_starts) {
     const auto target = user_exchange("later", "topic");
@@ -367,7 +367,7 @@ TEST_F(TargetExchange, targeted_jobs_are_as_punctual_as_untargeted_ones) {
     EXPECT_EQ(u.count, static_cast<std::size_t>(kJobs));
     EXPECT_EQ(t.early, 0u);
     EXPECT_EQ(u.early, 0u);
-    // A loose bound only: the machine is shared and noisy. The figures are in the README.
+    // A loose bound only: the machine is shared and noisy. The figures are in docs/using.md.
     EXPECT_LT(t.p50_ms, u.p50_ms + 25.0);
     EXPECT_LT(t.max_ms, u.max_ms + 1000.0);
     EXPECT_TRUE(eventually("SELECT count(*) FROM jobs WHERE state = 'done'",

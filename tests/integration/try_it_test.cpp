@@ -1,4 +1,4 @@
-// The README's "Try it" walk-through, with Debian's amqp-tools and psql, as a new user runs it.
+// The README's five-minute walk, with Debian's amqp-tools and psql, as a new user runs it.
 #include <cstdio>
 #include <cstdlib>
 #include <thread>

@@ -27,7 +27,7 @@ std::string env_or_skip(const char* name) {
 }
 
 HourglassProcess::HourglassProcess(std::vector<std::string> arguments, std::string log_path,
-                                   int http_port)
+                                   int http_port, std::string binary)
     : log_path_(std::move(log_path)), http_port_(http_port) {
     pid_ = fork();
     if (pid_ < 0) throw std::runtime_error("fork failed");
@@ -36,7 +36,6 @@ HourglassProcess::HourglassProcess(std::vector<std::string> arguments, std::stri
         dup2(log, STDOUT_FILENO);
         dup2(log, STDERR_FILENO);
         std::vector<char*> argv;
-        std::string binary = HOURGLASS_BINARY;
         argv.push_back(binary.data());
         for (auto& argument : arguments) argv.push_back(argument.data());
         argv.push_back(nullptr);
@@ -221,7 +220,7 @@ void HourglassTest::TearDown() {
     }
 }
 
-HourglassProcess& HourglassTest::start_hourglass(std::vector<std::string> extra) {
+HourglassProcess& HourglassTest::start_hourglass(std::vector<std::string> extra, std::string binary) {
     std::vector<std::string> arguments = {"run",      "--amqp-url", amqp_url_, "--pg-url",
                                           pg_url_,    "--prefix",   prefix_,   "--schema",
                                           schema_,    "--log-level", "debug"};
@@ -233,7 +232,7 @@ HourglassProcess& HourglassTest::start_hourglass(std::vector<std::string> extra)
     }
     arguments.insert(arguments.end(), extra.begin(), extra.end());
     const auto log = "/tmp/hourglass-" + prefix_ + "-" + std::to_string(processes_.size()) + ".log";
-    processes_.push_back(std::make_unique<HourglassProcess>(arguments, log, http_port));
+    processes_.push_back(std::make_unique<HourglassProcess>(arguments, log, http_port, std::move(binary)));
     auto& process = *processes_.back();
     wait_until_ready(process);
     return process;

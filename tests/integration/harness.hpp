@@ -27,7 +27,9 @@ std::string env_or_skip(const char* name);
 class HourglassProcess {
 public:
     // `http_port`: the port it was given with --http, for http_get (0: none).
-    HourglassProcess(std::vector<std::string> arguments, std::string log_path, int http_port = 0);
+    // Runs `binary` (default: the hourglass of this build) with `arguments`.
+    HourglassProcess(std::vector<std::string> arguments, std::string log_path, int http_port = 0,
+                     std::string binary = HOURGLASS_BINARY);
     ~HourglassProcess();
     HourglassProcess(const HourglassProcess&) = delete;
     HourglassProcess& operator=(const HourglassProcess&) = delete;
@@ -78,7 +80,8 @@ protected:
 
     // Starts `hourglass run` with this test's prefix and schema, HTTP on a free port (unless
     // `extra` has --http), plus `extra` flags.
-    HourglassProcess& start_hourglass(std::vector<std::string> extra = {});
+    HourglassProcess& start_hourglass(std::vector<std::string> extra = {},
+                                      std::string binary = HOURGLASS_BINARY);
     // Waits until the process logged that it runs.
     void wait_until_ready(HourglassProcess& process);
     // Runs `scripts/services ACTION DIR ARGUMENTS` on the test's private services

@@ -9,7 +9,10 @@
 3. the Dockerfile: two stages, the runtime stage runs as a non-root user, every Debian package
    it names exists, every COPY source exists and passes .dockerignore;
 4. the build stage's configure step, run on a copy of exactly what the Dockerfile copies (so a
-   file the build needs but the image lacks is found here).
+   file the build needs but the image lacks is found here);
+5. monitoring/: the Prometheus configuration and alert rules pass `promtool check`, the alert
+   rules' unit tests pass `promtool test rules`, and every hourglass metric the rules and the
+   Grafana dashboard use is one hourglass exports.
 
 Usage: tests/deploy/check_compose.py [SOURCE_DIR]   (exit 0 when every check passes)
 """
@@ -120,6 +123,31 @@ if configure:
         r = subprocess.run(command, shell=True, cwd=tmp, capture_output=True, text=True)
         check(r.returncode == 0, "the build stage's cmake configure succeeds on the copied sources" +
               ("" if r.returncode == 0 else ":\n" + (r.stdout + r.stderr)[-1500:]))
+
+# 5. monitoring
+MONITORING = os.path.join(ROOT, "monitoring")
+for name in ("prometheus", "grafana"):
+    check(name in services, f"compose runs {name}")
+promtool = shutil.which("promtool")
+check(promtool is not None, "promtool is installed (Debian package prometheus)")
+if promtool:
+    for args, what in ((["check", "config", "prometheus.yml"], "promtool check config"),
+                       (["check", "rules", "alerts.yml"], "promtool check rules"),
+                       (["test", "rules", "alerts_test.yml"], "promtool test rules (every alert fires when it should)")):
+        r = subprocess.run([promtool, *args], cwd=os.path.join(MONITORING, "prometheus"), capture_output=True, text=True)
+        check(r.returncode == 0, what + ("" if r.returncode == 0 else ":\n" + (r.stdout + r.stderr)[-1500:]))
+exported = set()
+for folder, _, files in os.walk(os.path.join(ROOT, "src")):
+    for f in files:
+        exported |= set(re.findall(r'"(hourglass_[a-z_]+)"', open(os.path.join(folder, f)).read()))
+import json
+dashboard = json.load(open(os.path.join(MONITORING, "grafana", "dashboards", "hourglass.json")))
+expressions = [t["expr"] for p in dashboard["panels"] for t in p.get("targets", [])]
+expressions += re.findall(r"expr: (.*)", open(os.path.join(MONITORING, "prometheus", "alerts.yml")).read())
+used = {re.sub(r"_(bucket|sum|count)$", "", m) for e in expressions for m in re.findall(r"hourglass_[a-z_]+", e)}
+unknown = sorted(used - exported)
+check(used and not unknown, f"the dashboard and the alerts use {len(used)} hourglass metrics, all exported" +
+      (f"; unknown: {unknown}" if unknown else ""))
 
 print(f"\n{len(failures)} failed" if failures else "\nall checks passed")
 sys.exit(1 if failures else 0)

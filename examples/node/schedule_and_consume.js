@@ -44,6 +44,7 @@ async function main() {
     const receipts = new Map();
     const allReceipts = new Promise((resolve, reject) => {
       channel.consume(replies, (msg) => {
+        if (msg === null) return;  // cancelled by the broker
         const receipt = JSON.parse(msg.content.toString());
         if (receipt.status !== "scheduled" || msg.properties.correlationId !== receipt.id) {
           reject(new Error(`unexpected receipt ${JSON.stringify(receipt)}`));
@@ -72,8 +73,13 @@ async function main() {
     // Releases, deduplicated on (x-hourglass-id, x-hourglass-run).
     const seen = new Set();
     let early = false;
-    const allReleases = new Promise((resolve) => {
+    let consumerTag;
+    const allReleases = new Promise((resolve, reject) => {
       channel.consume(releases, (msg) => {
+        if (msg === null) {  // the broker cancelled the consumer (the queue was deleted)
+          if (seen.size < JOBS) reject(new Error("the broker cancelled the consumer"));
+          return;
+        }
         const headers = msg.properties.headers || {};
         const id = headers["x-hourglass-id"];
         const run = Number(headers["x-hourglass-run"]);
@@ -88,9 +94,10 @@ async function main() {
         }
         channel.ack(msg);
         if (seen.size === JOBS) resolve();
-      });
+      }).then((ok) => { consumerTag = ok.consumerTag; }, reject);
     });
     await within(TIMEOUT_MS, allReleases, "releases");
+    await channel.cancel(consumerTag);
     await channel.deleteQueue(releases);
     if (early) {
       console.log("released early");

@@ -16,9 +16,7 @@ namespace {
 constexpr auto kConfirmPoll = std::chrono::microseconds{1000};
 constexpr auto kIdleWait = Milliseconds{100};
 constexpr auto kShutdownConfirmWait = std::chrono::seconds{5};
-}  // namespace
 
-namespace {
 LoaderSeams with_defaults(LoaderSeams seams, const LoaderOptions& options) {
     if (!seams.open_store) {
         seams.open_store = [](const store::StoreOptions& store_options) {
@@ -127,8 +125,8 @@ void Loader::heartbeat_loop(std::stop_token stop) {
 }
 
 // One clock (SPEC §5): due times are compared on PostgreSQL's clock. Each heartbeat measures
-// this host's offset to it; clock_now() corrects for it, so a host whose clock runs ahead does not
-// release early. An offset beyond --max-clock-offset is refused at start (cli) and logged here.
+// this host's offset to it; the one clock (now_us, the default seam) corrects for it, so a host
+// whose clock runs ahead does not release early. An offset beyond --max-clock-offset is refused at start (cli) and logged here.
 void Loader::follow_database_clock(std::chrono::microseconds offset) {
     set_clock_offset(offset);
     clock_offset_seconds_.set(std::chrono::duration<double>(offset).count());
@@ -329,7 +327,6 @@ void Loader::publish_loop(std::stop_token stop) {
 
 void Loader::publish_session(std::stop_token stop) {
     const auto channel = seams_.open_channel();
-    auto& connection = *channel;
 
     amqp::ConfirmTracker<Scheduled> in_flight;
     std::optional<std::chrono::steady_clock::time_point> stop_deadline;
@@ -390,9 +387,9 @@ void Loader::publish_session(std::stop_token stop) {
                 const auto now = seams_.now();
                 std::uint64_t sequence = 0;
                 try {
-                    sequence = connection.publish(
+                    sequence = channel->publish(
                         release_message(scheduled.run, std::chrono::time_point_cast<Milliseconds>(now),
-                                        connection.frame_max()));
+                                        channel->frame_max()));
                 } catch (...) {
                     // This run and the rest of the batch were not published: back to the store.
                     std::vector<amqp::ConfirmTracker<Scheduled>::Settled> unpublished;
@@ -415,8 +412,8 @@ void Loader::publish_session(std::stop_token stop) {
                 const auto until_publish = std::chrono::duration_cast<std::chrono::microseconds>(
                     next_publish - clock_now());
                 const auto wait = std::clamp(until_publish, std::chrono::microseconds{0}, kConfirmPoll);
-                for (auto event = connection.next_event(wait); event;
-                     event = connection.next_event(std::chrono::microseconds{0})) {
+                for (auto event = channel->next_event(wait); event;
+                     event = channel->next_event(std::chrono::microseconds{0})) {
                     if (const auto* confirm = std::get_if<amqp::Confirm>(&*event)) settle(*confirm);
                 }
             } else {
@@ -430,7 +427,7 @@ void Loader::publish_session(std::stop_token stop) {
                     });
                 }
                 // Keeps heartbeats flowing and notices a closed connection.
-                while (auto event = connection.next_event(std::chrono::microseconds{0})) {
+                while (auto event = channel->next_event(std::chrono::microseconds{0})) {
                 }
             }
         }

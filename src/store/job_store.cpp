@@ -63,7 +63,7 @@ void prepare_statements(pqxx::connection& c) {
                   "WITH fresh AS ("
                   "  SELECT id FROM jobs WHERE state = 'pending' AND lease_owner IS NULL "
                   "  AND due_at <= $2 ORDER BY due_at LIMIT $3 FOR UPDATE SKIP LOCKED), "
-                  // A lease past lease_until whose owner does not beat (migration 007; 3 s
+                  // A lease past lease_until whose owner does not beat (migration 007, 3 s
                   // is kTakeoverAfter): a live owner's claims never expire under it.
                   "expired AS ("
                   "  SELECT id FROM jobs j WHERE lease_owner IS NOT NULL AND lease_until < now() "

@@ -1,28 +1,10 @@
 // The programs in examples/, run as a user runs them against the real services, so that they
 // cannot rot: each publishes with confirms, asks for receipts and consumes the releases with
 // dedupe on x-hourglass-id + x-hourglass-run, and exits 0 only when every job arrived once.
-#include <cstdio>
-
 #include "integration/harness.hpp"
 
 namespace hourglass::testing {
 namespace {
-
-struct ShellResult {
-    int exit_code = -1;
-    std::string output;
-};
-
-ShellResult shell(const std::string& command) {
-    ShellResult result;
-    FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-    if (pipe == nullptr) return result;
-    char buffer[512];
-    while (fgets(buffer, sizeof buffer, pipe)) result.output += buffer;
-    const int status = pclose(pipe);
-    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    return result;
-}
 
 class Examples : public HourglassTest {
 protected:
@@ -42,19 +24,19 @@ protected:
 TEST_F(Examples, python_pika_schedules_with_confirms_and_consumes_each_release_once) {
     start_hourglass();
     // Debian's interpreter, where python3-pika is installed (scripts/install-deps).
-    const auto result = shell(environment() + "timeout 60 /usr/bin/python3 " HOURGLASS_SOURCE_DIR
+    const auto result = run_shell(environment() + "timeout 60 /usr/bin/python3 " HOURGLASS_SOURCE_DIR
                               "/examples/python/schedule_and_consume.py");
     expect_every_job_released_once(result);
 }
 
 TEST_F(Examples, node_amqplib_schedules_with_confirms_and_consumes_each_release_once) {
     const std::string dir = HOURGLASS_SOURCE_DIR "/examples/node";
-    if (shell("test -d " + dir + "/node_modules/amqplib").exit_code != 0) {
-        const auto install = shell("cd " + dir + " && timeout 300 npm ci --no-audit --no-fund");
+    if (run_shell("test -d " + dir + "/node_modules/amqplib").exit_code != 0) {
+        const auto install = run_shell("cd " + dir + " && timeout 300 npm ci --no-audit --no-fund");
         ASSERT_EQ(install.exit_code, 0) << "npm ci in examples/node failed:\n" << install.output;
     }
     start_hourglass();
-    const auto result = shell(environment() + "timeout 60 node " + dir + "/schedule_and_consume.js");
+    const auto result = run_shell(environment() + "timeout 60 node " + dir + "/schedule_and_consume.js");
     expect_every_job_released_once(result);
 }
 

@@ -220,6 +220,17 @@ void HourglassTest::TearDown() {
     }
 }
 
+ShellResult run_shell(const std::string& command) {
+    ShellResult result;
+    FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+    if (pipe == nullptr) return result;
+    char buffer[512];
+    while (fgets(buffer, sizeof buffer, pipe)) result.output += buffer;
+    const int status = pclose(pipe);
+    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return result;
+}
+
 HourglassProcess& HourglassTest::start_hourglass(std::vector<std::string> extra, std::string binary) {
     std::vector<std::string> arguments = {"run",      "--amqp-url", amqp_url_, "--pg-url",
                                           pg_url_,    "--prefix",   prefix_,   "--schema",

@@ -72,6 +72,14 @@ struct CliResult {
 CliResult run_cli(const std::vector<std::string>& arguments,
                   std::chrono::milliseconds timeout = std::chrono::seconds{30});
 
+// Runs `command` with /bin/sh; returns its exit status (-1 if it did not exit normally) and
+// what it printed on stdout and stderr.
+struct ShellResult {
+    int exit_code = -1;
+    std::string output;
+};
+ShellResult run_shell(const std::string& command);
+
 // Per-test setup: names, a database connection, and hourglass processes.
 class HourglassTest : public ::testing::Test {
 protected:

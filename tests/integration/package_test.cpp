@@ -4,7 +4,6 @@
 // purged without leaving a file behind. Needs root (CI runs as root).
 #include <unistd.h>
 
-#include <cstdio>
 #include <filesystem>
 
 #include "integration/harness.hpp"
@@ -16,22 +15,6 @@ namespace {
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
-struct ShellResult {
-    int exit_code = -1;
-    std::string output;
-};
-
-ShellResult shell(const std::string& command) {
-    ShellResult result;
-    FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-    if (pipe == nullptr) return result;
-    char buffer[512];
-    while (fgets(buffer, sizeof buffer, pipe)) result.output += buffer;
-    const int status = pclose(pipe);
-    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    return result;
-}
-
 const std::vector<std::string> kPackagedFiles = {
     "/usr/bin/hourglass", "/usr/lib/systemd/system/hourglass.service",
     "/etc/hourglass/hourglass.toml", "/etc/hourglass/hourglass.env",
@@ -41,7 +24,7 @@ class Package : public HourglassTest {};
 
 TEST_F(Package, deb_installs_verifies_runs_a_job_and_purges_cleanly) {
     if (geteuid() != 0) GTEST_SKIP() << "dpkg -i needs root; CI runs this as root";
-    if (shell("dpkg-query -W -f='${Status}' hourglass").output.find("install ok installed") !=
+    if (run_shell("dpkg-query -W -f='${Status}' hourglass").output.find("install ok installed") !=
         std::string::npos) {
         GTEST_SKIP() << "a hourglass package is installed on this machine: not touching it";
     }
@@ -49,7 +32,7 @@ TEST_F(Package, deb_installs_verifies_runs_a_job_and_purges_cleanly) {
     // Build the package from this build directory.
     const auto out = fs::temp_directory_path() / ("hourglass-deb-" + prefix_);
     fs::create_directories(out);
-    const auto cpack = shell("cd '" HOURGLASS_BUILD_DIR "' && cpack -G DEB -B '" + out.string() + "'");
+    const auto cpack = run_shell("cd '" HOURGLASS_BUILD_DIR "' && cpack -G DEB -B '" + out.string() + "'");
     ASSERT_EQ(cpack.exit_code, 0) << cpack.output;
     std::string deb;
     for (const auto& entry : fs::directory_iterator(out)) {
@@ -59,27 +42,27 @@ TEST_F(Package, deb_installs_verifies_runs_a_job_and_purges_cleanly) {
 
     // What is in it: the files, the conffiles, the secrets file readable by root only, and the
     // shared libraries' packages as dependencies.
-    const auto contents = shell("dpkg-deb -c '" + deb + "'").output;
+    const auto contents = run_shell("dpkg-deb -c '" + deb + "'").output;
     for (const auto& file : kPackagedFiles) {
         EXPECT_NE(contents.find("." + file), std::string::npos) << file << " missing from\n" << contents;
     }
     EXPECT_NE(contents.find("-rw------- root/root"), std::string::npos) << "hourglass.env is 0600";
-    const auto conffiles = shell("dpkg-deb -I '" + deb + "' conffiles").output;
+    const auto conffiles = run_shell("dpkg-deb -I '" + deb + "' conffiles").output;
     EXPECT_NE(conffiles.find("/etc/hourglass/hourglass.toml"), std::string::npos) << conffiles;
     EXPECT_NE(conffiles.find("/etc/hourglass/hourglass.env"), std::string::npos) << conffiles;
-    const auto depends = shell("dpkg-deb -f '" + deb + "' Depends").output;
+    const auto depends = run_shell("dpkg-deb -f '" + deb + "' Depends").output;
     EXPECT_NE(depends.find("librabbitmq4"), std::string::npos) << depends;
     EXPECT_NE(depends.find("libpqxx"), std::string::npos) << depends;
 
     // Install it; its unit must verify.
-    const auto install = shell("dpkg -i '" + deb + "'");
+    const auto install = run_shell("dpkg -i '" + deb + "'");
     ASSERT_EQ(install.exit_code, 0) << install.output;
     struct Purge {
-        ~Purge() { shell("dpkg -P hourglass"); }
+        ~Purge() { run_shell("dpkg -P hourglass"); }
     } purge_on_exit;
-    const auto verify = shell("systemd-analyze verify /usr/lib/systemd/system/hourglass.service");
+    const auto verify = run_shell("systemd-analyze verify /usr/lib/systemd/system/hourglass.service");
     EXPECT_EQ(verify.exit_code, 0) << verify.output;
-    const auto unit = shell("cat /usr/lib/systemd/system/hourglass.service").output;
+    const auto unit = run_shell("cat /usr/lib/systemd/system/hourglass.service").output;
     for (const auto* hardening : {"DynamicUser=yes", "ProtectSystem=strict", "NoNewPrivileges=yes",
                                   "CapabilityBoundingSet=\n", "ProtectHome=yes"}) {
         EXPECT_NE(unit.find(hardening), std::string::npos) << hardening;
@@ -96,7 +79,7 @@ TEST_F(Package, deb_installs_verifies_runs_a_job_and_purges_cleanly) {
     processes_.back()->terminate();
 
     // Purge: nothing left behind, conffiles included.
-    const auto purge = shell("dpkg -P hourglass");
+    const auto purge = run_shell("dpkg -P hourglass");
     EXPECT_EQ(purge.exit_code, 0) << purge.output;
     for (const auto& file : kPackagedFiles) EXPECT_FALSE(fs::exists(file)) << file << " left behind";
     EXPECT_FALSE(fs::exists("/etc/hourglass")) << "/etc/hourglass left behind";

@@ -290,14 +290,10 @@ TEST_F(Pipeline, sigterm_exits_zero_promptly) {
 
 TEST_F(Pipeline, migrations_run_twice_are_a_no_op) {
     const auto migrate = [&] {
-        const auto command_line = std::string(HOURGLASS_BINARY) + " migrate --pg-url '" + pg_url_ +
-                                  "' --schema " + schema_ + " 2>&1";
-        std::string output;
-        FILE* pipe = popen(command_line.c_str(), "r");
-        char buffer[512];
-        while (fgets(buffer, sizeof buffer, pipe)) output += buffer;
-        EXPECT_EQ(pclose(pipe), 0) << output;
-        return output;
+        const auto result = run_shell(std::string(HOURGLASS_BINARY) + " migrate --pg-url '" +
+                                      pg_url_ + "' --schema " + schema_);
+        EXPECT_EQ(result.exit_code, 0) << result.output;
+        return result.output;
     };
     EXPECT_NE(migrate().find("applying  001_jobs.sql"), std::string::npos);
     const auto second = migrate();

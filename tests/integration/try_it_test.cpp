@@ -10,21 +10,11 @@ namespace {
 
 using namespace std::chrono_literals;
 
-std::string run(const std::string& command) {
-    std::string output;
-    FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-    if (pipe == nullptr) return output;
-    char buffer[512];
-    while (fgets(buffer, sizeof buffer, pipe)) output += buffer;
-    pclose(pipe);
-    return output;
-}
-
 class TryIt : public HourglassTest {};
 
 TEST_F(TryIt, amqp_publish_job_arrives_at_amqp_consume_at_its_due_time) {
     // amqp-tools and psql come with scripts/install-deps.
-    ASSERT_NE(run("which amqp-publish amqp-consume psql").find("psql"), std::string::npos);
+    ASSERT_NE(run_shell("which amqp-publish amqp-consume psql").output.find("psql"), std::string::npos);
     start_hourglass();
     const auto url = "'" + amqp_url_ + "'";
     const auto output_file = "/tmp/hourglass-try-it-" + prefix_ + ".out";
@@ -37,10 +27,11 @@ TEST_F(TryIt, amqp_publish_job_arrives_at_amqp_consume_at_its_due_time) {
     });
     std::this_thread::sleep_for(1s);  // let the consumer bind its queue
     const auto published = now_ms();
-    const auto publish = run("amqp-publish --url " + url + " -e " + in_exchange() +
-                             " -r orders.created -H 'x-delay: 3000' -C application/json -b "
-                             "'{\"order\": 42}'");
-    EXPECT_EQ(publish, "");
+    const auto publish = run_shell("amqp-publish --url " + url + " -e " + in_exchange() +
+                                   " -r orders.created -H 'x-delay: 3000' -C application/json -b "
+                                   "'{\"order\": 42}'");
+    EXPECT_EQ(publish.exit_code, 0);
+    EXPECT_EQ(publish.output, "");
     consumer.join();
 
     // The file holds the body, a newline, and the receive time in epoch milliseconds.
@@ -61,9 +52,9 @@ TEST_F(TryIt, amqp_publish_job_arrives_at_amqp_consume_at_its_due_time) {
     EXPECT_GE(received, published + 3000ms) << "not before its due time";
     EXPECT_LE(received, published + 4500ms);
 
-    const auto rows = run("psql '" + pg_url_ + "' -At -c \"SELECT state FROM " + schema_ +
-                          ".jobs WHERE routing_key = 'orders.created'\"");
-    EXPECT_EQ(rows, "done\n");
+    const auto rows = run_shell("psql '" + pg_url_ + "' -At -c \"SELECT state FROM " + schema_ +
+                                ".jobs WHERE routing_key = 'orders.created'\"");
+    EXPECT_EQ(rows.output, "done\n");
 }
 
 }  // namespace

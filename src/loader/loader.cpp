@@ -126,7 +126,8 @@ void Loader::heartbeat_loop(std::stop_token stop) {
 
 // One clock (SPEC §5): due times are compared on PostgreSQL's clock. Each heartbeat measures
 // this host's offset to it; the one clock (now_us, the default seam) corrects for it, so a host
-// whose clock runs ahead does not release early. An offset beyond --max-clock-offset is refused at start (cli) and logged here.
+// whose clock runs ahead does not release early. An offset beyond --max-clock-offset is refused
+// at start (cli) and logged here.
 void Loader::follow_database_clock(std::chrono::microseconds offset) {
     set_clock_offset(offset);
     clock_offset_seconds_.set(std::chrono::duration<double>(offset).count());

@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <spdlog/spdlog.h>
 
+#include <atomic>
 #include <iostream>
 #include <pqxx/pqxx>
 #include <condition_variable>
@@ -12,6 +13,7 @@
 
 #include "cron/recurrence.hpp"
 #include "hourglass/metrics.hpp"
+#include "console/console.hpp"
 #include "http/http_server.hpp"
 #include "http/readiness.hpp"
 #include "http/stats_refresher.hpp"
@@ -187,6 +189,16 @@ int run_service(const ServiceOptions& options) {
                  options.allow_exchange.empty() ? "none" : "/" + options.allow_exchange + "/",
                  http_address ? options.http : "off");
 
+    // Reads the stats view for the gauges and the console once the schema is migrated; declared
+    // before the console and the HTTP server, which read it, so that it outlives them.
+    std::optional<http::StatsRefresher> stats_refresher;
+    std::atomic<bool> stats_refresher_started{false};
+    console::Console console(
+        {options.store(), options.console_token,
+         [&]() -> std::optional<http::StatsRefresher::Reading> {
+             if (!stats_refresher_started.load(std::memory_order_acquire)) return std::nullopt;
+             return stats_refresher->latest();
+         }});
     // Serving /healthz from the start; /readyz says what start-up is still waiting for.
     std::optional<http::HttpServer> http_server;
     if (http_address) {
@@ -194,9 +206,11 @@ int run_service(const ServiceOptions& options) {
             *http_address,
             http::Endpoints{
                 [&] { return service_metrics->registry().render_prometheus(); },
-                [&] { return http::readiness_problem(*service_metrics, !options.no_audit); }});
-        spdlog::info("http: /metrics, /healthz and /readyz on {}:{}", http_address->host,
-                     http_server->port());
+                [&] { return http::readiness_problem(*service_metrics, !options.no_audit); },
+                [&](httplib::Server& server) { console.add_routes(server); }});
+        spdlog::info("http: /metrics, /healthz, /readyz and the console ({}) on {}:{}",
+                     options.console_token.empty() ? "read-only" : "cancel with the token",
+                     http_address->host, http_server->port());
     }
 
     // Start-up problems (bad URL, unreachable service, wrong credentials) end the process with
@@ -231,9 +245,16 @@ int run_service(const ServiceOptions& options) {
         service_metrics->set_topology_declared(true);
         spdlog::info("topology declared ({}.in -> {}.out)", options.prefix, options.prefix);
     }
-    const http::StatsRefresher stats_refresher(options.store(), *service_metrics);
-    std::optional<retention::Pruner> pruner;
-    if (retention_options) pruner.emplace(*retention_options, service_metrics->registry());
+    stats_refresher.emplace(options.store(), *service_metrics);
+    stats_refresher_started.store(true, std::memory_order_release);
+    retention::RetentionOptions pruning;
+    if (retention_options) {
+        pruning = *retention_options;
+    } else {
+        pruning.store = options.store();
+        pruning.keep_ended_jobs = true;
+    }
+    const retention::Pruner pruner(pruning, service_metrics->registry());
 
     loader::Loader loader(loader_options, cron::next_due_after_handover);
     std::jthread loader_thread([&](std::stop_token) { loader.run(stop.get_token()); });

@@ -125,7 +125,8 @@ void add_service_options(CLI::App& run, ServiceOptions& options) {
                  "Do not observe releases (jobs then end in state enqueued)")
         ->envname("HOURGLASS_NO_AUDIT");
     run.add_option("--http", options.http,
-                   "host:port for /metrics, /healthz and /readyz; \"\" or off: none")
+                   "host:port for /metrics, /healthz, /readyz and the console at /; \"\" or "
+                   "off: none")
         ->envname("HOURGLASS_HTTP")
         ->check([](const std::string& text) {
             if (text.empty() || text == "off") return std::string{};
@@ -135,6 +136,18 @@ void add_service_options(CLI::App& run, ServiceOptions& options) {
             } catch (const std::invalid_argument& error) {
                 return std::string(error.what());
             }
+        });
+}
+
+void add_console_options(CLI::App& run, ServiceOptions& options) {
+    run.add_option("--console-token", options.console_token,
+                   "Operator token that allows cancel from the console (header "
+                   "X-Hourglass-Token); unset: the console is read-only")
+        ->envname("HOURGLASS_CONSOLE_TOKEN")
+        ->check([](const std::string& token) {
+            return token.empty() || token.size() >= 16
+                       ? std::string{}
+                       : std::string("a console token needs at least 16 characters");
         });
 }
 
@@ -188,6 +201,7 @@ int main(int argc, char** argv) {
     add_amqp_options(*run, run_options);
     add_pg_options(*run, run_options);
     add_service_options(*run, run_options);
+    add_console_options(*run, run_options);
 
     bool dry_run = false;
     auto* migrate = app.add_subcommand("migrate", "Apply database migrations");

@@ -166,6 +166,7 @@ std::vector<std::string> ServiceOptions::secrets() const {
         for (auto& secret : secrets_in(url)) secrets.push_back(std::move(secret));
     }
     for (auto& secret : secrets_in(pg_url)) secrets.push_back(std::move(secret));
+    if (!console_token.empty()) secrets.push_back(console_token);
     return secrets;
 }
 

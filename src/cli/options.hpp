@@ -44,6 +44,8 @@ struct ServiceOptions {
     std::string log_format = "text";
     std::string http = "127.0.0.1:9464";  // "" or "off": no HTTP endpoint
     std::string config;                   // config file, applied by main
+    // Operator token for cancel on the console (SPEC §10); empty: the console is read-only.
+    std::string console_token;
 
     ingest::IngestOptions ingest() const;
     loader::LoaderOptions loader() const;

@@ -36,8 +36,9 @@ ListenAddress parse_listen_address(std::string_view text) {
 
 HttpServer::HttpServer(const ListenAddress& address, Endpoints endpoints)
     : server_(std::make_unique<httplib::Server>()) {
-    // A scrape or a probe is tiny; two workers are plenty and keep the footprint small.
-    server_->new_task_queue = [] { return new httplib::ThreadPool(2); };
+    // A scrape or a probe is tiny; the console's requests take one database connection in
+    // turn. Four workers keep a scrape from waiting behind a page's requests.
+    server_->new_task_queue = [] { return new httplib::ThreadPool(4); };
     // httplib's default sets SO_REUSEPORT, which lets a second process bind the same port and
     // silently take half the scrapes. SO_REUSEADDR alone still allows a quick restart.
     server_->set_socket_options([](socket_t socket) {
@@ -60,6 +61,7 @@ HttpServer::HttpServer(const ListenAddress& address, Endpoints endpoints)
             response.set_content("ready\n", "text/plain; charset=utf-8");
         }
     });
+    if (endpoints.add_routes) endpoints.add_routes(*server_);
 
     port_ = address.port == 0
                 ? server_->bind_to_any_port(address.host)

@@ -2,6 +2,7 @@
 //   GET /metrics  the Prometheus text exposition format
 //   GET /healthz  200 "ok" while the process serves HTTP at all
 //   GET /readyz   200 "ready", or 503 with a short plain-text reason
+// and whatever further routes are added (the console, src/console/).
 // What the endpoints answer comes from functions given at construction, called per request.
 #pragma once
 
@@ -29,6 +30,7 @@ ListenAddress parse_listen_address(std::string_view text);
 struct Endpoints {
     std::function<std::string()> metrics;                           // body of /metrics
     std::function<std::optional<std::string>()> readiness_problem;  // nothing: ready
+    std::function<void(httplib::Server&)> add_routes;                // may be empty
 };
 
 class HttpServer {

@@ -21,6 +21,11 @@ StatsRefresher::StatsRefresher(store::StoreOptions store, metrics::ServiceMetric
 
 StatsRefresher::~StatsRefresher() = default;  // the jthread asks the loop to stop and joins it
 
+std::optional<StatsRefresher::Reading> StatsRefresher::latest() const {
+    const std::lock_guard lock(latest_mutex_);
+    return latest_;
+}
+
 Milliseconds next_stats_refresh(Milliseconds interval, Milliseconds last_read) {
     return std::max(interval, last_read * kStatsReadShare);
 }
@@ -41,6 +46,8 @@ void StatsRefresher::refresh_until_stopped(std::stop_token stop) {
                                                      std::chrono::steady_clock::now() - started));
             metrics_.set_job_counts(stats.pending, stats.enqueued, stats.done, stats.cancelled);
             metrics_.set_oldest_pending_lag_ms(stats.oldest_pending_lag_ms);
+            const std::lock_guard lock(latest_mutex_);
+            latest_ = Reading{stats, now_ms()};
         } catch (const std::exception& error) {
             // The components log lost connections; this only says why the gauges are stale.
             spdlog::debug("metrics: cannot read the stats view: {}", error.what());

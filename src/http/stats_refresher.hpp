@@ -6,6 +6,8 @@
 // HTTP endpoint is on, so the changes never pile up.
 #pragma once
 
+#include <mutex>
+#include <optional>
 #include <thread>
 
 #include "hourglass/metrics.hpp"
@@ -30,12 +32,21 @@ public:
     StatsRefresher(const StatsRefresher&) = delete;
     StatsRefresher& operator=(const StatsRefresher&) = delete;
 
+    struct Reading {
+        Stats stats;
+        TimePoint read_at;
+    };
+    // The last successful read, for the console (many open pages cost PostgreSQL nothing).
+    std::optional<Reading> latest() const;
+
 private:
     void refresh_until_stopped(std::stop_token stop);
 
     store::StoreOptions store_options_;
     metrics::ServiceMetrics& metrics_;
     Milliseconds interval_;
+    mutable std::mutex latest_mutex_;
+    std::optional<Reading> latest_;
     std::jthread thread_;
 };
 

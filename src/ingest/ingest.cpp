@@ -130,6 +130,8 @@ private:
         const auto outcomes = apply_isolating(
             commands, [this](std::span<const Command> part) { return store_.apply(part); });
 
+        record_rejections(commands, outcomes);
+
         bool wake = false;
         const auto horizon_end = now_ms() + options_.horizon;
         std::size_t rejected = 0;
@@ -180,6 +182,27 @@ private:
         batch_.assign(std::make_move_iterator(arrived_meanwhile.begin()),
                       std::make_move_iterator(arrived_meanwhile.end()));
         batch_bytes_ = arrived_bytes;
+    }
+
+    // For the console's list of recent rejections (migration 008). Rejections are what a bad
+    // command ends in, so their record must never hold up the others: a refusal by the database
+    // is only logged (the copy on hourglass.rejected is the record that counts); a lost
+    // connection is retried with the batch like any other.
+    void record_rejections(const std::vector<Command>& commands,
+                           const std::vector<CommandOutcome>& outcomes) {
+        std::vector<store::RecordedRejection> rejections;
+        for (std::size_t i = 0; i < commands.size(); ++i) {
+            if (outcomes[i].status != CommandStatus::rejected) continue;
+            rejections.push_back({commands[i].id, batch_[i].delivery.message.routing_key,
+                                  outcomes[i].error});
+        }
+        try {
+            store_.record_rejections(rejections);
+        } catch (const std::exception& failure) {
+            if (store::classify_failure(failure) == store::FailureKind::transient) throw;
+            spdlog::warn("ingest: could not record {} rejections for the console: {}",
+                         rejections.size(), printable(first_line(failure.what()), kMaxDatabaseReasonBytes));
+        }
     }
 
     const IngestOptions& options_;

@@ -42,10 +42,20 @@ void Pruner::prune_until_stopped(std::stop_token stop) {
     do {
         try {
             if (!store) store = std::make_unique<store::JobStore>(options_.store);
-            const auto deleted = prune_round(
-                [&](std::size_t limit) { return store->prune_ended(options_.retention, limit); },
-                options_, stop, [&](std::size_t batch) { rows_deleted_.increment(batch); });
-            if (deleted > 0) spdlog::info("retention: deleted {} ended jobs", deleted);
+            if (!options_.keep_ended_jobs) {
+                const auto deleted = prune_round(
+                    [&](std::size_t limit) { return store->prune_ended(options_.retention, limit); },
+                    options_, stop, [&](std::size_t batch) { rows_deleted_.increment(batch); });
+                if (deleted > 0) spdlog::info("retention: deleted {} ended jobs", deleted);
+            }
+            const auto rejection_age = options_.keep_ended_jobs
+                                           ? std::nullopt
+                                           : std::optional<Milliseconds>(options_.retention);
+            prune_round(
+                [&](std::size_t limit) -> std::optional<std::size_t> {
+                    return store->prune_rejections(rejection_age, store::kKeptRejections, limit);
+                },
+                options_, stop);
             table_bytes_.set(static_cast<double>(store->table_bytes()));
         } catch (const std::exception& error) {
             // The pipeline components report lost connections; a failed round is retried.

@@ -1,5 +1,5 @@
 // Retention (SPEC §7): deletes one-shot jobs that ended (done or cancelled) more than
-// --retention ago, so that hourglass.jobs and its indexes stay the same size under a steady
+// --retention ago, and the console's recorded rejections past it or beyond the newest 100,000, so that hourglass.jobs and its indexes stay the same size under a steady
 // load. A thread with its own connection runs rounds: each round deletes batches of at most
 // `batch` rows (oldest first, SKIP LOCKED, bounded in time) with a pause between them, a steady
 // pace that never competes with ingest and claims for long, until a batch comes back short;
@@ -21,6 +21,8 @@ namespace hourglass::retention {
 struct RetentionOptions {
     store::StoreOptions store;
     Milliseconds retention{7LL * 86400000};
+    // --retention off: ended jobs are kept; only the rejections are bounded (by their count).
+    bool keep_ended_jobs = false;
     std::size_t batch = 1000;
     Milliseconds pause{50};       // between full batches of one round
     Milliseconds interval{5000};  // between rounds

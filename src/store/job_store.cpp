@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "common/mask.hpp"
+#include "common/text.hpp"
 #include "store/job_rows.hpp"
 #include "hourglass/properties_json.hpp"
 
@@ -129,6 +130,17 @@ void prepare_statements(pqxx::connection& c) {
               std::string("WITH doomed AS (SELECT id FROM jobs WHERE ") + kEndedBefore +
                   " ORDER BY updated_at LIMIT $2 FOR UPDATE SKIP LOCKED) "
                   "DELETE FROM jobs j USING doomed d WHERE j.id = d.id");
+    // The oldest rejections first (by id, the primary key): past the retention, or beyond the
+    // newest $3. The scan stops at $2 rows and reads at most the table, which $3 bounds.
+    c.prepare("prune_rejections",
+              "DELETE FROM rejections WHERE id IN (SELECT id FROM rejections "
+              "WHERE rejected_at < now() - $1 * interval '1 millisecond' "
+              "OR id <= COALESCE((SELECT id FROM rejections ORDER BY id DESC OFFSET $3 LIMIT 1), 0) "
+              "ORDER BY id LIMIT $2)");
+    c.prepare("record_rejections",
+              "INSERT INTO rejections (job_id, routing_key, reason) SELECT x.job_id, "
+              "x.routing_key, x.reason FROM jsonb_to_recordset($1::jsonb) "
+              "AS x(job_id text, routing_key text, reason text)");
     c.prepare("count_prunable", std::string("SELECT count(*) FROM jobs WHERE ") + kEndedBefore);
     c.prepare("table_bytes", "SELECT pg_total_relation_size('jobs')");
     c.prepare("next_claimable_due",
@@ -409,6 +421,32 @@ Stats JobStore::stats() {
     if (!row[7].is_null()) stats.lateness_p99_ms = row[7].as<double>();
     if (!row[8].is_null()) stats.lateness_max_ms = row[8].as<double>();
     return stats;
+}
+
+void JobStore::record_rejections(const std::vector<RecordedRejection>& rejections) {
+    if (rejections.empty()) return;
+    json rows = json::array();
+    for (const auto& rejection : rejections) {
+        rows.push_back({{"job_id", printable(rejection.job_id, kMaxNameBytes)},
+                        {"routing_key", printable(rejection.routing_key, kMaxNameBytes)},
+                        {"reason", printable(rejection.reason, kMaxRejectionReasonBytes)}});
+    }
+    pqxx::work tx(*connection_);
+    tx.exec_prepared("record_rejections", rows.dump());
+    tx.commit();
+}
+
+std::size_t JobStore::prune_rejections(std::optional<Milliseconds> retention, std::size_t keep,
+                                       std::size_t limit) {
+    pqxx::work tx(*connection_);
+    tx.exec("SET LOCAL statement_timeout = '5s'");
+    tx.exec("SET LOCAL lock_timeout = '1s'");
+    // No retention: only the count bounds the table (a century stands for "never").
+    const auto age = retention ? retention->count() : 100LL * 365 * 86400000;
+    const auto result = tx.exec_prepared("prune_rejections", static_cast<long long>(age),
+                                         static_cast<long>(limit), static_cast<long>(keep));
+    tx.commit();
+    return static_cast<std::size_t>(result.affected_rows());
 }
 
 void JobStore::fold_job_counts() {

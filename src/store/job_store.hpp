@@ -32,6 +32,18 @@ struct StoreOptions {
     bool background = false;
 };
 
+// A rejected command as the console lists it (migration 008). The store escapes every value
+// (printable ASCII, as in the logs) and cuts it short: the command may hold any bytes.
+struct RecordedRejection {
+    std::string job_id;  // may be empty (no message_id)
+    std::string routing_key;
+    std::string reason;
+};
+inline constexpr std::size_t kMaxRejectionReasonBytes = 1000;
+// The newest rejections retention keeps whatever their age, so a flood of bad commands cannot
+// grow the table without bound.
+inline constexpr std::size_t kKeptRejections = 100000;
+
 class JobStore final : public ClaimStore {
 public:
     explicit JobStore(const StoreOptions& options);
@@ -85,6 +97,12 @@ public:
     // hold. One pruner per schema at a time: nullopt when another session holds the pruning
     // lock. A batch is bounded in time (statement_timeout).
     std::optional<std::size_t> prune_ended(Milliseconds retention, std::size_t limit);
+    // Records rejected commands for the console.
+    void record_rejections(const std::vector<RecordedRejection>& rejections);
+    // Deletes at most `limit` of the oldest rejections that are older than `retention` (none
+    // when nullopt) or beyond the newest `keep`; returns how many went.
+    std::size_t prune_rejections(std::optional<Milliseconds> retention, std::size_t keep,
+                                 std::size_t limit);
     // How many rows prune_ended would delete now (hourglass prune --dry-run).
     std::int64_t count_prunable(Milliseconds retention);
     // Bytes of hourglass.jobs with its indexes and TOAST.

@@ -120,13 +120,27 @@ int free_local_port() {
     return ntohs(address.sin_port);
 }
 
-HttpAnswer http_get(int port, const std::string& path) {
+namespace {
+HttpAnswer http_request(int port, const std::function<httplib::Result(httplib::Client&)>& send) {
     httplib::Client client("127.0.0.1", port);
     client.set_connection_timeout(std::chrono::seconds{2});
     client.set_read_timeout(std::chrono::seconds{5});
-    const auto response = client.Get(path.c_str());
+    const auto response = send(client);
     if (!response) return {};
     return {response->status, response->body, response->get_header_value("Content-Type")};
+}
+}  // namespace
+
+HttpAnswer http_get(int port, const std::string& path) {
+    return http_request(port, [&](httplib::Client& client) { return client.Get(path.c_str()); });
+}
+
+HttpAnswer http_post(int port, const std::string& path,
+                     const std::vector<std::pair<std::string, std::string>>& headers) {
+    return http_request(port, [&](httplib::Client& client) {
+        return client.Post(path.c_str(), httplib::Headers(headers.begin(), headers.end()), "",
+                           "text/plain");
+    });
 }
 
 CliResult run_cli(const std::vector<std::string>& arguments, std::chrono::milliseconds timeout) {

@@ -61,6 +61,9 @@ struct HttpAnswer {
     std::string content_type;
 };
 HttpAnswer http_get(int port, const std::string& path);
+// POST http://127.0.0.1:<port><path> with an empty body and these headers.
+HttpAnswer http_post(int port, const std::string& path,
+                     const std::vector<std::pair<std::string, std::string>>& headers = {});
 
 // Runs the hourglass binary with `arguments` to completion (killed after `timeout`, exit code
 // -1), in the test's environment, capturing stdout and stderr.

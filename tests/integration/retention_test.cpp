@@ -5,6 +5,8 @@
 #include <thread>
 
 #include "integration/harness.hpp"
+#include "store/job_store.hpp"
+#include "store/migrations.hpp"
 
 namespace hourglass::testing {
 namespace {
@@ -71,6 +73,33 @@ TEST_F(Retention, prune_dry_run_counts_and_prune_deletes_what_is_older_than_the_
     EXPECT_EQ(result.exit_code, 0) << result.err;
     EXPECT_THAT(result.out, HasSubstr("deleted 12 ended jobs"));
     EXPECT_EQ(sql("SELECT count(*) FROM jobs")[0][0].as<int>(), 18);
+}
+
+// The console's list of rejections (migration 008) stays bounded: by age (--retention) and by
+// count (the newest kKeptRejections), each value stored escaped and cut short.
+TEST_F(Retention, rejections_are_stored_escaped_and_bounded_by_age_and_count) {
+    store::migrate(*db_, schema_, false);
+    store::JobStore store({pg_url_, schema_});
+    std::vector<store::RecordedRejection> rejections;
+    for (int i = 0; i < 10; ++i) {
+        rejections.push_back({"id-" + std::to_string(i), "key.\xff<b>" + std::string(300, 'k'),
+                              "x-delay: 'soon' is not a number"});
+    }
+    store.record_rejections(rejections);
+    const auto stored = sql("SELECT routing_key FROM rejections ORDER BY id LIMIT 1")[0][0].as<std::string>();
+    EXPECT_EQ(stored.rfind("key.\\xff<b>kkk", 0), 0u) << stored;
+    EXPECT_LE(stored.size(), store::kMaxRejectionReasonBytes);
+
+    // Beyond the newest 3: the 7 oldest go, in batches of at most `limit`.
+    EXPECT_EQ(store.prune_rejections(std::chrono::hours{1}, 3, 5), 5u);
+    EXPECT_EQ(store.prune_rejections(std::chrono::hours{1}, 3, 5), 2u);
+    EXPECT_EQ(sql("SELECT string_agg(job_id, ',' ORDER BY id) FROM rejections")[0][0].as<std::string>(),
+              "id-7,id-8,id-9");
+    // Past the retention: gone whatever the count; with retention off, only the count bounds them.
+    sql("UPDATE rejections SET rejected_at = now() - interval '2 hours' WHERE job_id <> 'id-9'");
+    EXPECT_EQ(store.prune_rejections(std::nullopt, 100, 100), 0u);
+    EXPECT_EQ(store.prune_rejections(std::chrono::hours{1}, 100, 100), 2u);
+    EXPECT_EQ(sql("SELECT string_agg(job_id, ',') FROM rejections")[0][0].as<std::string>(), "id-9");
 }
 
 }  // namespace

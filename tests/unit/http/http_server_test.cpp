@@ -51,7 +51,8 @@ protected:
                             [this]() -> std::optional<std::string> {
                                 if (ready_) return std::nullopt;
                                 return std::string("not ready: broker");
-                            }}),
+                            },
+                            {}}),
           client_("127.0.0.1", server_.port()) {}
 
     std::atomic<bool> ready_{false};
@@ -96,11 +97,11 @@ TEST_F(HttpServerTest, other_paths_are_not_found) {
 TEST(HttpServer, a_taken_port_is_a_clear_error) {
     const HttpServer first(
         {"127.0.0.1", 0},
-        Endpoints{[] { return std::string(); }, [] { return std::optional<std::string>(); }});
+        Endpoints{[] { return std::string(); }, [] { return std::optional<std::string>(); }, {}});
     try {
         const HttpServer second(
             {"127.0.0.1", first.port()},
-            Endpoints{[] { return std::string(); }, [] { return std::optional<std::string>(); }});
+            Endpoints{[] { return std::string(); }, [] { return std::optional<std::string>(); }, {}});
         ADD_FAILURE() << "bound a port already in use";
     } catch (const std::runtime_error& error) {
         EXPECT_THAT(error.what(), HasSubstr("127.0.0.1:" + std::to_string(first.port())));
@@ -112,7 +113,7 @@ TEST(HttpServer, stops_at_once_when_destroyed) {
     for (int i = 0; i < 5; ++i) {
         const HttpServer server(
             {"127.0.0.1", 0},
-            Endpoints{[] { return std::string(); }, [] { return std::optional<std::string>(); }});
+            Endpoints{[] { return std::string(); }, [] { return std::optional<std::string>(); }, {}});
     }
     EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds{5});
 }

@@ -1,0 +1,170 @@
+#include "console/console.hpp"
+
+#include <httplib.h>
+#include <spdlog/spdlog.h>
+
+#include "common/text.hpp"
+#include "console/console_assets.hpp"
+#include "console/console_store.hpp"
+#include "console/console_views.hpp"
+#include "hourglass/properties_json.hpp"
+
+namespace hourglass::console {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* kJson = "application/json; charset=utf-8";
+
+// The page loads only its own files and talks only to its own origin; nothing may frame it.
+void add_security_headers(httplib::Response& response) {
+    response.set_header("Content-Security-Policy",
+                        "default-src 'none'; script-src 'self'; style-src 'self'; "
+                        "connect-src 'self'; img-src 'self'; frame-ancestors 'none'; "
+                        "base-uri 'none'; form-action 'none'");
+    response.set_header("X-Content-Type-Options", "nosniff");
+    response.set_header("Referrer-Policy", "no-referrer");
+    response.set_header("Cache-Control", "no-store");
+}
+
+json error_json(std::string_view message) { return {{"error", message}}; }
+
+json summary_json(const std::optional<http::StatsRefresher::Reading>& reading) {
+    if (!reading) return nullptr;
+    const auto& stats = reading->stats;
+    const auto optional_ms = [](const std::optional<double>& value) {
+        return value ? json(*value) : json(nullptr);
+    };
+    return {{"read_at", format_rfc3339_ms(reading->read_at)},
+            {"pending", stats.pending},
+            {"enqueued", stats.enqueued},
+            {"done", stats.done},
+            {"cancelled", stats.cancelled},
+            {"oldest_pending_lag_ms", stats.oldest_pending_lag_ms},
+            {"next_due_at", stats.next_due_at ? json(format_rfc3339_ms(*stats.next_due_at))
+                                              : json(nullptr)},
+            {"lateness_p50_ms", optional_ms(stats.lateness_p50_ms)},
+            {"lateness_p99_ms", optional_ms(stats.lateness_p99_ms)},
+            {"lateness_max_ms", optional_ms(stats.lateness_max_ms)}};
+}
+
+template <typename Duration>
+TimePoint floor_to(TimePoint instant) {
+    return std::chrono::floor<Duration>(instant);
+}
+
+// A text a client sends to be looked up: a name (at most 255 bytes of UTF-8).
+std::optional<std::string> lookup_text(const httplib::Request& request, const char* name) {
+    if (!request.has_param(name)) return std::nullopt;
+    auto value = request.get_param_value(name);
+    if (value.empty() || value.size() > kMaxNameBytes || !is_storable_text(value)) {
+        return std::nullopt;
+    }
+    return value;
+}
+
+}  // namespace
+
+Console::Console(ConsoleOptions options) : options_(std::move(options)) {
+    options_.store.open_connections = nullptr;  // not a pipeline component: not in /readyz
+    options_.store.background = true;
+}
+
+Console::~Console() = default;
+
+Console::Response Console::with_store(const std::function<json(ConsoleStore&)>& use) {
+    const std::lock_guard lock(store_mutex_);
+    try {
+        if (!store_) store_ = std::make_unique<ConsoleStore>(options_.store);
+        return {200, dump(use(*store_))};
+    } catch (const std::exception& failure) {
+        // The reason goes to the log only: an error text may name hosts or users.
+        spdlog::warn("console: {}", printable(failure.what(), 300));
+        store_.reset();
+        return {503, dump(error_json("PostgreSQL is unavailable or the query failed; see the log"))};
+    }
+}
+
+Console::Response Console::summary() {
+    const auto stats = options_.stats ? options_.stats() : std::nullopt;
+    return with_store([&](ConsoleStore& store) -> json {
+        return {{"stats", summary_json(stats)},
+                {"instances", store.instances()},
+                {"cancel_enabled", !options_.token.empty()},
+                {"now", format_rfc3339_ms(now_ms())}};
+    });
+}
+
+Console::Response Console::cancel(const std::string& id, const std::string* token) {
+    if (options_.token.empty()) {
+        return {403, dump(error_json("cancel is off: start hourglass with --console-token"))};
+    }
+    if (token == nullptr || !token_matches(*token, options_.token)) {
+        return {401, dump(error_json("cancel needs the operator token in X-Hourglass-Token"))};
+    }
+    return with_store([&](ConsoleStore& store) -> json {
+        const auto outcome = store.cancel(id);
+        spdlog::info("console: cancel of job {}: {}", quote_value(id, 64), to_string(outcome.status));
+        return {{"id", id}, {"status", to_string(outcome.status)}};
+    });
+}
+
+void Console::add_routes(httplib::Server& server) {
+    const auto reply = [](httplib::Response& response, const Response& result) {
+        add_security_headers(response);
+        response.status = result.status;
+        response.set_content(result.body, kJson);
+    };
+    const auto bad_request = [reply](httplib::Response& response, std::string_view message) {
+        reply(response, {400, dump(error_json(message))});
+    };
+
+    for (const auto& asset : console_assets()) {
+        server.Get(std::string(asset.path), [&asset](const httplib::Request&, httplib::Response& response) {
+            add_security_headers(response);
+            response.set_content(std::string(asset.body), std::string(asset.content_type));
+        });
+    }
+    server.Get("/api/summary", [this, reply](const httplib::Request&, httplib::Response& response) {
+        reply(response, summary());
+    });
+    server.Get("/api/upcoming", [this, reply](const httplib::Request&, httplib::Response& response) {
+        const auto now = now_ms();
+        reply(response, with_store([&](ConsoleStore& store) -> json {
+                  return {{"minutes", store.upcoming(floor_to<std::chrono::minutes>(now),
+                                                     std::chrono::minutes{1}, 60)},
+                          {"hours", store.upcoming(floor_to<std::chrono::hours>(now),
+                                                   std::chrono::hours{1}, 24)}};
+              }));
+    });
+    server.Get("/api/lateness", [this, reply](const httplib::Request&, httplib::Response& response) {
+        reply(response, with_store([](ConsoleStore& store) { return store.lateness(); }));
+    });
+    server.Get("/api/rejections", [this, reply](const httplib::Request&, httplib::Response& response) {
+        reply(response, with_store([](ConsoleStore& store) { return store.rejections(); }));
+    });
+    server.Get("/api/cron", [this, reply](const httplib::Request&, httplib::Response& response) {
+        reply(response, with_store([](ConsoleStore& store) { return store.cron_schedules(); }));
+    });
+    server.Get("/api/search", [this, reply, bad_request](const httplib::Request& request,
+                                                         httplib::Response& response) {
+        const auto text = lookup_text(request, "q");
+        if (!text) return bad_request(response, "q: give 1 to 255 bytes of UTF-8 text");
+        reply(response, with_store([&](ConsoleStore& store) -> json {
+                  auto job = store.job(*text);
+                  return {{"job", job ? std::move(*job) : json(nullptr)},
+                          {"by_routing_key_prefix", store.search_routing_key(*text)}};
+              }));
+    });
+    server.Post("/api/cancel", [this, reply, bad_request](const httplib::Request& request,
+                                                          httplib::Response& response) {
+        const auto id = lookup_text(request, "id");
+        if (!id) return bad_request(response, "id: give the job id (1 to 255 bytes of UTF-8)");
+        const auto header = request.get_header_value(std::string(kTokenHeader));
+        const bool has_token = request.has_header(std::string(kTokenHeader));
+        reply(response, cancel(*id, has_token ? &header : nullptr));
+    });
+}
+
+}  // namespace hourglass::console

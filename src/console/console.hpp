@@ -1,0 +1,71 @@
+// The console (SPEC §10): the page at / and its JSON under /api/, added to the HTTP endpoint.
+//
+//   GET  /                      the page (index.html, app.js, style.css, embedded)
+//   GET  /api/summary           counts and lateness of the stats view (as last read by the
+//                               stats refresher), running instances, whether cancel is on
+//   GET  /api/upcoming          jobs due per minute for the next hour, per hour for the next day
+//   GET  /api/lateness          histogram and p50/p99/max of the latest 1,000 releases
+//   GET  /api/rejections        the latest 50 rejected commands with their reason
+//   GET  /api/cron              recurring jobs with their next runs
+//   GET  /api/search?q=TEXT     the job with id TEXT, and jobs whose routing key starts with it
+//   POST /api/cancel?id=ID      cancel, with header X-Hourglass-Token (only when a token is set)
+//
+// Read-only without the operator token; state changes are POST only. Requests are served one
+// at a time over one PostgreSQL connection, opened on first use and again after a failure.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "http/stats_refresher.hpp"
+#include "store/job_store.hpp"
+
+namespace httplib {
+class Server;
+}
+
+namespace hourglass::console {
+
+class ConsoleStore;
+
+inline constexpr std::string_view kTokenHeader = "X-Hourglass-Token";
+
+struct ConsoleOptions {
+    store::StoreOptions store;
+    std::string token;  // empty: read-only, cancel refused
+    // The latest read of the stats view; nothing before the first one.
+    std::function<std::optional<http::StatsRefresher::Reading>()> stats;
+};
+
+class Console {
+public:
+    explicit Console(ConsoleOptions options);
+    ~Console();
+    Console(const Console&) = delete;
+    Console& operator=(const Console&) = delete;
+
+    // Adds the page and /api/ routes. The console must outlive the server.
+    void add_routes(httplib::Server& server);
+
+private:
+    struct Response {
+        int status = 200;
+        std::string body;
+    };
+    // Runs a read or write on the console's store; a failure answers 503 and drops the
+    // connection, so the next request opens a new one.
+    Response with_store(const std::function<nlohmann::json(ConsoleStore&)>& use);
+    Response summary();
+    Response cancel(const std::string& id, const std::string* token);
+
+    ConsoleOptions options_;
+    std::mutex store_mutex_;
+    std::unique_ptr<ConsoleStore> store_;
+};
+
+}  // namespace hourglass::console

@@ -1,0 +1,51 @@
+// The console's reads of PostgreSQL (SPEC §10), over one connection of its own. Every query
+// is served by an index and bounded by a LIMIT, so that each stays fast at 10 M jobs
+// (measured by scripts/bench prune); a statement timeout guards the rest. Cancel goes through
+// JobStore::apply, the path of a cancel command.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <string>
+
+#include "hourglass/command.hpp"
+#include "store/job_store.hpp"
+
+namespace hourglass::console {
+
+// Bounds of what one request reads.
+inline constexpr std::int64_t kUpcomingCap = 100000;  // rows counted for one upcoming chart
+inline constexpr std::size_t kLatenessSample = 1000;  // latest releases in the histogram
+inline constexpr std::size_t kListLimit = 50;         // rejections, search results
+inline constexpr std::size_t kCronLimit = 100;        // cron schedules
+inline constexpr std::size_t kNextRuns = 3;           // next runs shown per cron schedule
+inline constexpr std::size_t kBodyShownBytes = 4096;  // of a job's body
+
+class ConsoleStore {
+public:
+    explicit ConsoleStore(const store::StoreOptions& options);
+
+    // Running instances and their last heartbeat.
+    nlohmann::json instances();
+    // Jobs due per `width` for `slots` slots from `from`: pending jobs not yet claimed and
+    // runs handed over but not yet released (see upcoming_view).
+    nlohmann::json upcoming(TimePoint from, Milliseconds width, int slots);
+    // Lateness of the latest releases (lateness_view).
+    nlohmann::json lateness();
+    // The latest rejections, newest first.
+    nlohmann::json rejections();
+    // Live recurring jobs, next due first, with their next few runs.
+    nlohmann::json cron_schedules();
+    // One job's row, or nothing.
+    std::optional<nlohmann::json> job(const std::string& id);
+    // Jobs whose routing key starts with `prefix` (valid UTF-8), in byte order.
+    nlohmann::json search_routing_key(const std::string& prefix);
+    // Cancels a job as a cancel command would (SPEC §3.2).
+    CommandOutcome cancel(const std::string& id);
+
+private:
+    store::JobStore store_;
+};
+
+}  // namespace hourglass::console

@@ -245,7 +245,8 @@ int run_service(const ServiceOptions& options) {
         service_metrics->set_topology_declared(true);
         spdlog::info("topology declared ({}.in -> {}.out)", options.prefix, options.prefix);
     }
-    stats_refresher.emplace(options.store(), *service_metrics);
+    stats_refresher.emplace(options.store(), *service_metrics, Milliseconds{5000},
+                            loader::kTakeoverAfter);
     stats_refresher_started.store(true, std::memory_order_release);
     retention::RetentionOptions pruning;
     if (retention_options) {

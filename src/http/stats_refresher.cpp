@@ -12,8 +12,15 @@
 namespace hourglass::http {
 
 StatsRefresher::StatsRefresher(store::StoreOptions store, metrics::ServiceMetrics& metrics,
-                               Milliseconds interval)
-    : store_options_(std::move(store)), metrics_(metrics), interval_(interval) {
+                               Milliseconds interval, Milliseconds silent_for)
+    : store_options_(std::move(store)),
+      metrics_(metrics),
+      interval_(interval),
+      silent_for_(silent_for),
+      instances_alive_(metrics.registry().add_gauge(
+          "hourglass_instances_alive",
+          "hourglass instances on this schema whose heartbeat is recent enough that nobody takes "
+          "over their claims (hourglass.instances)")) {
     store_options_.open_connections = nullptr;  // not a pipeline component: not in /readyz
     store_options_.background = true;
     thread_ = std::jthread([this](std::stop_token stop) { refresh_until_stopped(stop); });
@@ -46,6 +53,7 @@ void StatsRefresher::refresh_until_stopped(std::stop_token stop) {
                                                      std::chrono::steady_clock::now() - started));
             metrics_.set_job_counts(stats.pending, stats.enqueued, stats.done, stats.cancelled);
             metrics_.set_oldest_pending_lag_ms(stats.oldest_pending_lag_ms);
+            instances_alive_.set(static_cast<double>(store->live_instances(silent_for_)));
             const std::lock_guard lock(latest_mutex_);
             latest_ = Reading{stats, now_ms()};
         } catch (const std::exception& error) {

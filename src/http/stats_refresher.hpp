@@ -26,8 +26,11 @@ Milliseconds next_stats_refresh(Milliseconds interval, Milliseconds last_read);
 
 class StatsRefresher {
 public:
+    // Registers hourglass_instances_alive in the metrics' registry: the instances that beat
+    // within `silent_for` (the loader's takeover time), for the dashboard and the alert.
     StatsRefresher(store::StoreOptions store, metrics::ServiceMetrics& metrics,
-                   Milliseconds interval = Milliseconds{5000});
+                   Milliseconds interval = Milliseconds{5000},
+                   Milliseconds silent_for = Milliseconds{3000});
     ~StatsRefresher();  // stops the thread
     StatsRefresher(const StatsRefresher&) = delete;
     StatsRefresher& operator=(const StatsRefresher&) = delete;
@@ -45,6 +48,8 @@ private:
     store::StoreOptions store_options_;
     metrics::ServiceMetrics& metrics_;
     Milliseconds interval_;
+    Milliseconds silent_for_;
+    metrics::Gauge& instances_alive_;
     mutable std::mutex latest_mutex_;
     std::optional<Reading> latest_;
     std::jthread thread_;

@@ -118,6 +118,9 @@ void prepare_statements(pqxx::connection& c) {
               "             ELSE j.state END, updated_at = now() "
               "FROM jsonb_to_recordset($1::jsonb) AS x(id text, run integer, due_ms bigint, "
               "released_us bigint) WHERE j.id = x.id RETURNING j.lateness_ms");
+    c.prepare("live_instances",
+              "SELECT count(*) FROM instances "
+              "WHERE heartbeat_at >= now() - $1 * interval '1 millisecond'");
     c.prepare("stats",
               "SELECT pending, enqueued, done, cancelled, oldest_pending_lag_ms, "
               "floor(extract(epoch FROM next_due_at) * 1000)::bigint, lateness_p50_ms, "
@@ -447,6 +450,12 @@ std::size_t JobStore::prune_rejections(std::optional<Milliseconds> retention, st
                                          static_cast<long>(limit), static_cast<long>(keep));
     tx.commit();
     return static_cast<std::size_t>(result.affected_rows());
+}
+
+std::int64_t JobStore::live_instances(Milliseconds silent_for) {
+    pqxx::read_transaction tx(*connection_);
+    return tx.exec_prepared1("live_instances", static_cast<long long>(silent_for.count()))[0]
+        .as<std::int64_t>();
 }
 
 void JobStore::fold_job_counts() {

@@ -89,6 +89,8 @@ public:
     std::vector<double> record_releases(const std::vector<ObservedRelease>& releases);
 
     Stats stats();
+    // Instances that beat within `silent_for` (those another instance would not take over).
+    std::int64_t live_instances(Milliseconds silent_for);
     // Adds the per-statement changes of jobs per state into the totals the stats view reads
     // (migration 004), so that the view never has many to add up. Cheap; any instance may.
     void fold_job_counts();

@@ -12,7 +12,8 @@ import sys
 import tempfile
 
 from selenium import webdriver
-from selenium.common.exceptions import NoAlertPresentException, TimeoutException
+from selenium.common.exceptions import (NoAlertPresentException, NoSuchElementException,
+                                        StaleElementReferenceException, TimeoutException)
 from selenium.webdriver.chrome.options import Options
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
@@ -41,7 +42,10 @@ def main():
 
     def wait_for(predicate, what, timeout=25):
         try:
-            WebDriverWait(driver, timeout, poll_frequency=0.25).until(lambda d: predicate())
+            # The page redraws what it shows: an element may vanish between finding and reading it.
+            WebDriverWait(driver, timeout, poll_frequency=0.25,
+                          ignored_exceptions=(NoSuchElementException, StaleElementReferenceException)
+                          ).until(lambda d: predicate())
             check(True, what)
             return True
         except TimeoutException:
@@ -62,13 +66,14 @@ def main():
         # Counts: the stats refresher reads every 5 s, the page refreshes every 5 s.
         wait_for(lambda: text("count-pending") == "4", "counts show 4 pending jobs")
         check(text("instances") == "1", "one instance is running")
-        bars = driver.find_elements(By.CSS_SELECTOR, "#upcoming-minutes svg rect.bar")
-        check(len(bars) == 60, "the next hour has 60 bars (one per minute)")
-        check(sum(int(b.get_attribute("data-jobs")) for b in bars) == 2,
-              "the next hour's chart counts the 2 jobs due in 10 minutes")
-        hour_bars = driver.find_elements(By.CSS_SELECTOR, "#upcoming-hours svg rect.bar")
-        check(sum(int(b.get_attribute("data-jobs")) for b in hour_bars) == 3,
-              "the next day's chart counts 3 jobs")
+        def bars(chart):  # read at once: the page redraws its charts every 5 s
+            return driver.execute_script(
+                "return [...document.querySelectorAll(arguments[0])]"
+                ".map(bar => Number(bar.getAttribute('data-jobs')))", chart + " svg rect.bar")
+        minutes = bars("#upcoming-minutes")
+        check(len(minutes) == 60, "the next hour has 60 bars (one per minute)")
+        check(sum(minutes) == 2, "the next hour's chart counts the 2 jobs due in 10 minutes")
+        check(sum(bars("#upcoming-hours")) == 3, "the next day's chart counts 3 jobs")
         rejections = text("rejections")
         check(args.rejected_key in rejections and args.reason in rejections,
               "the rejection shows its routing key and reason")

@@ -104,6 +104,10 @@ void add_service_options(CLI::App& run, ServiceOptions& options) {
                    "After SIGTERM, exit at the latest this much later even if work is unfinished "
                    "(it is redelivered or taken over; 1s-10m, default 10s)")
         ->envname("HOURGLASS_STOP_TIMEOUT");
+    run.add_option("--max-unconfirmed", options.max_unconfirmed,
+                   "Hand-overs the loader may have awaiting the broker's confirm (1-65536)")
+        ->envname("HOURGLASS_MAX_UNCONFIRMED")
+        ->check(CLI::Range(std::size_t{1}, std::size_t{65536}));
     run.add_option("--max-body", options.max_body, "Largest accepted body in bytes")
         ->envname("HOURGLASS_MAX_BODY");
     run.add_option("--allow-exchange", options.allow_exchange,

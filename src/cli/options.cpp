@@ -124,6 +124,7 @@ loader::LoaderOptions ServiceOptions::loader() const {
     options.horizon = parse_duration(kHorizonOption, horizon);
     options.lease = parse_duration(kLeaseOption, lease);
     options.max_clock_offset = parse_duration(kMaxClockOffsetOption, max_clock_offset);
+    options.max_unconfirmed = max_unconfirmed;
     // Only the audit tells a lost run from a released one.
     if (!no_audit) options.resend_after = parse_duration(kResendAfterOption, resend_after);
     char host[256] = {};

@@ -36,6 +36,7 @@ struct ServiceOptions {
     std::string retention = "7d";  // or "off"
     std::string max_clock_offset = "1s";
     std::size_t max_body = 1024 * 1024;
+    std::size_t max_unconfirmed = loader::kDefaultMaxUnconfirmed;
     bool no_audit = false;
     // RE2 regular expression an x-hourglass-exchange target must match as a whole;
     // empty: no exchange other than <prefix>.out is allowed (SPEC §3.1).

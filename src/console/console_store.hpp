@@ -15,7 +15,7 @@
 namespace hourglass::console {
 
 // Bounds of what one request reads.
-inline constexpr std::int64_t kUpcomingCap = 50000;  // rows counted for one upcoming chart
+inline constexpr std::int64_t kUpcomingCap = 25000;  // rows counted for one upcoming chart
 inline constexpr std::size_t kLatenessSample = 1000;  // latest releases in the histogram
 inline constexpr std::size_t kListLimit = 50;         // rejections, search results
 inline constexpr std::size_t kCronLimit = 100;        // cron schedules

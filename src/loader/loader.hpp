@@ -33,6 +33,9 @@
 
 namespace hourglass::loader {
 
+// Publishes awaiting a broker confirm, per instance (--max-unconfirmed).
+inline constexpr std::size_t kDefaultMaxUnconfirmed = 256;
+
 struct LoaderOptions {
     amqp::ConnectionOptions amqp;
     store::StoreOptions store;
@@ -45,7 +48,7 @@ struct LoaderOptions {
     // expires while the broker shuts down can vanish). Unset: never (needs the audit).
     std::optional<Milliseconds> resend_after;
     std::size_t claim_batch = 1000;
-    std::size_t max_unconfirmed = 256;          // publishes awaiting a broker confirm
+    std::size_t max_unconfirmed = kDefaultMaxUnconfirmed;
     std::size_t max_in_memory_runs = 50000;     // claimed runs waiting for their publish time
     std::size_t max_in_memory_bytes = 64u << 20;
     std::string owner;  // lease owner id, unique per process

@@ -13,8 +13,9 @@ CREATE TABLE rejections (
 COMMENT ON TABLE rejections IS 'recent rejected commands (escaped), bounded by retention';
 
 -- Cron schedules with their next run, earliest first; only recurring jobs still live.
-CREATE INDEX jobs_cron_due_at ON jobs (due_at) WHERE cron IS NOT NULL AND state = 'pending';
+CREATE INDEX IF NOT EXISTS jobs_cron_due_at ON jobs (due_at) WHERE cron IS NOT NULL AND state = 'pending';
 
 -- Search by routing-key prefix: a byte-order range scan (C collation), whatever the database's
--- collation.
-CREATE INDEX jobs_routing_key ON jobs (routing_key COLLATE "C");
+-- collation. IF NOT EXISTS: on a large table an operator may build these beforehand with
+-- CREATE INDEX CONCURRENTLY (docs/operating.md "Upgrades"), since here writes wait for them.
+CREATE INDEX IF NOT EXISTS jobs_routing_key ON jobs (routing_key COLLATE "C");

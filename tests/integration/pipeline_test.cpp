@@ -304,5 +304,34 @@ TEST_F(Pipeline, migrations_run_twice_are_a_no_op) {
               store::embedded_migrations().size());
 }
 
+// docs/operating.md "Upgrades": an operator may build 008's indexes beforehand with CREATE
+// INDEX CONCURRENTLY; the migration then skips them.
+TEST_F(Pipeline, migration_008_accepts_its_indexes_built_beforehand_concurrently) {
+    const auto migrate = [&] {
+        const auto result = run_shell(std::string(HOURGLASS_BINARY) + " migrate --pg-url '" +
+                                      pg_url_ + "' --schema " + schema_);
+        EXPECT_EQ(result.exit_code, 0) << result.output;
+        return result.output;
+    };
+    migrate();
+    // Back to the schema as 007 left it, with the two indexes built the documented way.
+    sql("DROP TABLE rejections");
+    sql("DROP INDEX jobs_routing_key");
+    sql("DROP INDEX jobs_cron_due_at");
+    sql("DELETE FROM schema_migrations WHERE version = '008_console.sql'");
+    {
+        pqxx::nontransaction outside_a_transaction(*db_);  // CONCURRENTLY needs one
+        const auto table = outside_a_transaction.quote_name(schema_) + ".jobs";
+        outside_a_transaction.exec("CREATE INDEX CONCURRENTLY IF NOT EXISTS jobs_routing_key ON " +
+                                   table + " (routing_key COLLATE \"C\")");
+        outside_a_transaction.exec("CREATE INDEX CONCURRENTLY IF NOT EXISTS jobs_cron_due_at ON " +
+                                   table + " (due_at) WHERE cron IS NOT NULL AND state = 'pending'");
+    }
+    EXPECT_NE(migrate().find("008_console.sql"), std::string::npos);
+    EXPECT_EQ(sql("SELECT count(*) FROM schema_migrations")[0][0].as<std::size_t>(),
+              store::embedded_migrations().size());
+    EXPECT_EQ(sql("SELECT count(*) FROM rejections")[0][0].as<int>(), 0);
+}
+
 }  // namespace
 }  // namespace hourglass::testing

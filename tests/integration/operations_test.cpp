@@ -418,6 +418,21 @@ TEST_F(Operations, json_logs_are_one_object_per_line) {
     }
 }
 
+TEST_F(Operations, option_values_out_of_bounds_are_usage_errors_naming_the_option) {
+    const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+        {{"--console-token", "guessable"}, "--console-token: a console token needs at least 16 characters"},
+        {{"--max-unconfirmed", "0"}, "--max-unconfirmed: Value 0 not in range 1 to 65536"},
+    };
+    for (const auto& [options, expected] : cases) {
+        auto arguments = options;
+        arguments.insert(arguments.begin(), "run");
+        const auto result = run_cli(arguments, 20s);
+        EXPECT_NE(result.exit_code, 0) << expected;
+        EXPECT_NE(result.exit_code, -1) << "it hung";
+        EXPECT_THAT(result.err, HasSubstr(expected));
+    }
+}
+
 TEST_F(Operations, startup_errors_are_one_clear_line_and_a_non_zero_exit) {
     const auto database = pg_url_.substr(pg_url_.find('@'));
     struct Case {

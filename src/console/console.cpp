@@ -49,11 +49,6 @@ json summary_json(const std::optional<http::StatsRefresher::Reading>& reading) {
             {"lateness_max_ms", optional_ms(stats.lateness_max_ms)}};
 }
 
-template <typename Duration>
-TimePoint floor_to(TimePoint instant) {
-    return std::chrono::floor<Duration>(instant);
-}
-
 // A text a client sends to be looked up: a name (at most 255 bytes of UTF-8).
 std::optional<std::string> lookup_text(const httplib::Request& request, const char* name) {
     if (!request.has_param(name)) return std::nullopt;
@@ -132,9 +127,9 @@ void Console::add_routes(httplib::Server& server) {
     server.Get("/api/upcoming", [this, reply](const httplib::Request&, httplib::Response& response) {
         const auto now = now_ms();
         reply(response, with_store([&](ConsoleStore& store) -> json {
-                  return {{"minutes", store.upcoming(floor_to<std::chrono::minutes>(now),
+                  return {{"minutes", store.upcoming(std::chrono::floor<std::chrono::minutes>(now),
                                                      std::chrono::minutes{1}, 60)},
-                          {"hours", store.upcoming(floor_to<std::chrono::hours>(now),
+                          {"hours", store.upcoming(std::chrono::floor<std::chrono::hours>(now),
                                                    std::chrono::hours{1}, 24)}};
               }));
     });

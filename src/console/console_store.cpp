@@ -12,12 +12,9 @@ using nlohmann::json;
 
 namespace {
 
-constexpr const char* kEpochMs = "floor(extract(epoch FROM {})*1000)::bigint";
-
-// floor(extract(epoch FROM column) * 1000)::bigint: exact epoch milliseconds.
+// The SQL of a timestamptz as exact epoch milliseconds (extract() is numeric on PG 14+).
 std::string epoch_ms(const std::string& column) {
-    std::string text = kEpochMs;
-    return text.replace(text.find("{}"), 2, column);
+    return "floor(extract(epoch FROM " + column + ") * 1000)::bigint";
 }
 
 // The columns of a job as the console shows it; body and properties last.

@@ -180,11 +180,12 @@ int run_service(const ServiceOptions& options) {
     std::stop_source stop;
     const StopOnSignal stop_on_signal(stop, options.stop_timeout_ms());
     spdlog::info("hourglass {} starting: amqp {}, postgresql {}, prefix {}, schema {}, horizon {} ms, "
-                 "{} delay queues (twice: untargeted and targeted), queue type {}, audit {}, "
+                 "{} TTLs ({} delay lanes untargeted, 1 targeted), queue type {}, audit {}, "
                  "allowed target exchanges {}, http {}",
                  HOURGLASS_VERSION, amqp::mask_url_password(options.amqp_url),
                  store::mask_pg_url(options.pg_url), options.prefix, options.schema,
-                 loader_options.horizon.count(), ladder.ttls().size(), options.queue_type,
+                 loader_options.horizon.count(), ladder.ttls().size(), topology.delay_lanes,
+                 options.queue_type,
                  options.no_audit ? "off" : "on",
                  options.allow_exchange.empty() ? "none" : "/" + options.allow_exchange + "/",
                  http_address ? options.http : "off");

@@ -108,6 +108,10 @@ void add_service_options(CLI::App& run, ServiceOptions& options) {
                    "Hand-overs the loader may have awaiting the broker's confirm (1-65536)")
         ->envname("HOURGLASS_MAX_UNCONFIRMED")
         ->check(CLI::Range(std::size_t{1}, std::size_t{65536}));
+    run.add_option("--delay-lanes", options.delay_lanes,
+                   "Delay queues per TTL, released by the broker in parallel (1-16, default 4)")
+        ->envname("HOURGLASS_DELAY_LANES")
+        ->check(CLI::Range(1u, hourglass::delay::kMaxDelayLanes));
     run.add_option("--max-body", options.max_body, "Largest accepted body in bytes")
         ->envname("HOURGLASS_MAX_BODY");
     run.add_option("--allow-exchange", options.allow_exchange,

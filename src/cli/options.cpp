@@ -99,6 +99,7 @@ delay::TopologyOptions ServiceOptions::topology() const {
     options.names = delay::TopologyNames(prefix);
     options.queue_type = queue_type == "quorum" ? delay::QueueType::quorum : delay::QueueType::classic;
     options.audit = !no_audit;
+    options.delay_lanes = delay_lanes;
     return options;
 }
 

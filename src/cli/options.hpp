@@ -37,6 +37,7 @@ struct ServiceOptions {
     std::string max_clock_offset = "1s";
     std::size_t max_body = 1024 * 1024;
     std::size_t max_unconfirmed = loader::kDefaultMaxUnconfirmed;
+    unsigned delay_lanes = delay::kDefaultDelayLanes;
     bool no_audit = false;
     // RE2 regular expression an x-hourglass-exchange target must match as a whole;
     // empty: no exchange other than <prefix>.out is allowed (SPEC §3.1).

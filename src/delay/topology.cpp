@@ -1,6 +1,7 @@
 #include "delay/topology.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "amqp/connection.hpp"
 
@@ -16,8 +17,10 @@ TopologyNames::TopologyNames(std::string prefix_)
       audit(prefix + ".delay.audit"),
       forward(prefix + ".delay.forward") {}
 
-std::string TopologyNames::delay(Milliseconds ttl) const {
-    return prefix + ".delay." + std::to_string(ttl.count());
+std::string TopologyNames::delay(Milliseconds ttl, unsigned lane) const {
+    auto name = prefix + ".delay." + std::to_string(ttl.count());
+    if (lane > 0) name += "." + std::to_string(lane);
+    return name;
 }
 
 std::string TopologyNames::forward_delay(Milliseconds ttl) const {
@@ -41,8 +44,8 @@ DelayLadder DelayLadder::for_horizon(Milliseconds horizon) {
 TimePoint DelayLadder::publish_at(TimePoint due, TimePoint now) const noexcept {
     const auto remaining = due - now;
     if (remaining <= Milliseconds{0}) return due;
-    const auto index = std::min<std::size_t>(static_cast<std::size_t>(remaining / step_),
-                                             ttls_.size() - 1);
+    const auto index =
+        std::min<std::size_t>(static_cast<std::size_t>(remaining / step_), ttls_.size() - 1);
     return due - ttls_[index];
 }
 
@@ -64,26 +67,28 @@ amqp::Arguments queue_arguments(QueueType type) {
     return arguments;
 }
 
-// One TTL queue per rung, each behind its own fanout exchange, dead-lettering into
+// `lanes` TTL queues per rung, each behind its own fanout exchange, dead-lettering into
 // `dead_letter_exchange`.
 template <typename NameOf>
 void declare_ladder(amqp::Connection& connection, std::uint16_t channel, QueueType queue_type,
-                    const DelayLadder& ladder, NameOf name_of,
+                    const DelayLadder& ladder, unsigned lanes, NameOf name_of,
                     const std::string& dead_letter_exchange) {
     for (const auto ttl : ladder.ttls()) {
-        const auto name = name_of(ttl);
-        auto arguments = queue_arguments(queue_type);
-        arguments.emplace_back("x-message-ttl", static_cast<std::int64_t>(ttl.count()));
-        arguments.emplace_back("x-dead-letter-exchange", dead_letter_exchange);
-        if (queue_type == QueueType::quorum) {
-            // Quorum queues dead-letter at most once unless asked; at-least-once needs
-            // reject-publish overflow (RabbitMQ 3.10+).
-            arguments.emplace_back("x-dead-letter-strategy", std::string("at-least-once"));
-            arguments.emplace_back("x-overflow", std::string("reject-publish"));
+        for (unsigned lane = 0; lane < lanes; ++lane) {
+            const auto name = name_of(ttl, lane);
+            auto arguments = queue_arguments(queue_type);
+            arguments.emplace_back("x-message-ttl", static_cast<std::int64_t>(ttl.count()));
+            arguments.emplace_back("x-dead-letter-exchange", dead_letter_exchange);
+            if (queue_type == QueueType::quorum) {
+                // Quorum queues dead-letter at most once unless asked; at-least-once needs
+                // reject-publish overflow (RabbitMQ 3.10+).
+                arguments.emplace_back("x-dead-letter-strategy", std::string("at-least-once"));
+                arguments.emplace_back("x-overflow", std::string("reject-publish"));
+            }
+            connection.declare_exchange(channel, name, "fanout");
+            connection.declare_queue(channel, name, arguments);
+            connection.bind_queue(channel, name, name, "");
         }
-        connection.declare_exchange(channel, name, "fanout");
-        connection.declare_queue(channel, name, arguments);
-        connection.bind_queue(channel, name, name, "");
     }
 }
 
@@ -116,15 +121,20 @@ void declare_topology(amqp::Connection& connection, std::uint16_t channel,
         connection.bind_queue(channel, names.audit, names.release, "");
     }
 
-    declare_ladder(connection, channel, options.queue_type, ladder,
-                   [&](Milliseconds ttl) { return names.delay(ttl); }, names.release);
+    if (options.delay_lanes < 1 || options.delay_lanes > kMaxDelayLanes) {
+        throw std::invalid_argument("delay lanes must be 1.." + std::to_string(kMaxDelayLanes));
+    }
+    declare_ladder(
+        connection, channel, options.queue_type, ladder, options.delay_lanes,
+        [&](Milliseconds ttl, unsigned lane) { return names.delay(ttl, lane); }, names.release);
 
     // Targeted runs: their own ladder, released to the forward queue (see the header).
     connection.declare_exchange(channel, names.forward, "fanout");
     connection.declare_queue(channel, names.forward, plain_queue);
     connection.bind_queue(channel, names.forward, names.forward, "");
-    declare_ladder(connection, channel, options.queue_type, ladder,
-                   [&](Milliseconds ttl) { return names.forward_delay(ttl); }, names.forward);
+    declare_ladder(
+        connection, channel, options.queue_type, ladder, 1,
+        [&](Milliseconds ttl, unsigned) { return names.forward_delay(ttl); }, names.forward);
 }
 
 }  // namespace hourglass::delay

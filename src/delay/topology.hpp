@@ -9,10 +9,17 @@
 // the output exchange (exchange-to-exchange binding) and the audit queue; the audit copy is
 // therefore not a binding of the output exchange, whose alternate exchange still fires.
 //
+// Lanes: each rung of the untargeted ladder is `lanes` queues with the same TTL, and the loader
+// spreads consecutive publishes over them. A queue expires and dead-letters its messages in one
+// broker process, so a hotspot held by one queue is released at one process's rate; held by
+// several, the broker releases it on all its cores. Lane 0 keeps the name of a ladder without
+// lanes, so a deployment that adds lanes keeps its queues.
+//
 // Runs with a target exchange (x-hourglass-exchange, SPEC §3.1) take a second ladder with the
-// same TTLs, which dead-letters into the forward fanout exchange and its queue instead; the
-// forwarder (src/forward/) publishes each to its target. The untargeted path is unchanged, and
-// the number of queues stays fixed: twice the ladder, plus the forward queue.
+// same TTLs (one lane: the forwarder consumes them through one queue anyway), which
+// dead-letters into the forward fanout exchange and its queue instead; the forwarder
+// (src/forward/) publishes each to its target. The number of queues stays fixed whatever the
+// load: the ladder times (lanes + 1), plus the forward queue.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +36,10 @@ namespace hourglass::delay {
 
 enum class QueueType { classic, quorum };
 
+// Queues per rung of the untargeted ladder (--delay-lanes).
+inline constexpr unsigned kDefaultDelayLanes = 4;
+inline constexpr unsigned kMaxDelayLanes = 16;
+
 struct TopologyNames {
     explicit TopologyNames(std::string prefix = "hourglass");
     std::string prefix;
@@ -39,7 +50,9 @@ struct TopologyNames {
     std::string release;     // fanout exchange the delay queues dead-letter into
     std::string audit;       // queue receiving a copy of every release
     std::string forward;     // fanout exchange and queue of released runs with a target exchange
-    std::string delay(Milliseconds ttl) const;  // exchange and queue of one TTL
+    // Exchange and queue of one TTL and lane: <prefix>.delay.<ttl>, then
+    // <prefix>.delay.<ttl>.<lane>.
+    std::string delay(Milliseconds ttl, unsigned lane = 0) const;
     // Exchange and queue of one TTL for runs with a target exchange.
     std::string forward_delay(Milliseconds ttl) const;
 };
@@ -72,6 +85,7 @@ struct TopologyOptions {
     TopologyNames names;
     QueueType queue_type = QueueType::classic;
     bool audit = true;
+    unsigned delay_lanes = kDefaultDelayLanes;  // 1 .. kMaxDelayLanes
 };
 
 // Declares everything idempotently on an open channel. Every queue gets an explicit

@@ -287,7 +287,8 @@ void Loader::finish_claims(store::ClaimStore& store) {
     store.leave(options_.owner);
 }
 
-Message Loader::release_message(const ClaimedRun& run, TimePoint now, std::size_t frame_max) const {
+Message Loader::release_message(const ClaimedRun& run, TimePoint now, std::size_t frame_max,
+                                unsigned lane) const {
     const auto ttl = ladder_.ttl_for(run.due_at, now);
     Message message;
     message.routing_key = run.routing_key;
@@ -298,7 +299,7 @@ Message Loader::release_message(const ClaimedRun& run, TimePoint now, std::size_
     set_header(message.properties, std::string(header::kDue), format_rfc3339_ms(run.due_at));
     set_header(message.properties, std::string(header::kRun), static_cast<std::int64_t>(run.run));
     if (run.exchange.empty()) {
-        message.exchange = options_.topology.names.delay(ttl);
+        message.exchange = options_.topology.names.delay(ttl, lane);
     } else {
         // The forwarder reads the target from this header and removes it before the release.
         message.exchange = options_.topology.names.forward_delay(ttl);
@@ -331,6 +332,7 @@ void Loader::publish_session(std::stop_token stop) {
 
     amqp::ConfirmTracker<Scheduled> in_flight;
     std::optional<std::chrono::steady_clock::time_point> stop_deadline;
+    unsigned next_lane = 0;  // consecutive publishes go to different lanes of their rung
 
     auto settle = [&](const amqp::Confirm& confirm) {
         auto settled = in_flight.settle(confirm);
@@ -388,9 +390,10 @@ void Loader::publish_session(std::stop_token stop) {
                 const auto now = seams_.now();
                 std::uint64_t sequence = 0;
                 try {
-                    sequence = channel->publish(
-                        release_message(scheduled.run, std::chrono::time_point_cast<Milliseconds>(now),
-                                        channel->frame_max()));
+                    sequence = channel->publish(release_message(
+                        scheduled.run, std::chrono::time_point_cast<Milliseconds>(now),
+                        channel->frame_max(), next_lane));
+                    next_lane = (next_lane + 1) % options_.topology.delay_lanes;
                 } catch (...) {
                     // This run and the rest of the batch were not published: back to the store.
                     std::vector<amqp::ConfirmTracker<Scheduled>::Settled> unpublished;

@@ -6,7 +6,8 @@
 //  - the claimer (PostgreSQL) claims runs into an in-memory schedule (bounded by count and
 //    bytes) and records confirmed runs in batches;
 //  - the publisher (RabbitMQ) publishes each run at `due - ttl` into the TTL queue chosen by
-//    the DelayLadder, with a bounded window of unconfirmed publishes.
+//    the DelayLadder, turning through the rung's lanes, with a bounded window of unconfirmed
+//    publishes.
 //  - the heartbeat (PostgreSQL) keeps this instance's claims alive (live leases, SPEC §5; see
 //    lease_keeper.hpp) and gives back the claims of instances that stopped beating.
 // wake() makes the claimer look at once (a job accepted already due within the horizon).
@@ -102,7 +103,9 @@ private:
     void follow_database_clock(std::chrono::microseconds offset);
     void publish_loop(std::stop_token stop);
     void publish_session(std::stop_token stop);
-    Message release_message(const ClaimedRun& run, TimePoint now, std::size_t frame_max) const;
+    // The run as published into the delay queue of its TTL and of `lane` (delay lanes).
+    Message release_message(const ClaimedRun& run, TimePoint now, std::size_t frame_max,
+                            unsigned lane) const;
     void schedule(std::vector<ClaimedRun> runs);
     void confirmed(std::vector<HandedOverRun> runs);
     template <typename Settled>

@@ -422,6 +422,7 @@ TEST_F(Operations, option_values_out_of_bounds_are_usage_errors_naming_the_optio
     const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
         {{"--console-token", "guessable"}, "--console-token: a console token needs at least 16 characters"},
         {{"--max-unconfirmed", "0"}, "--max-unconfirmed: Value 0 not in range 1 to 65536"},
+        {{"--delay-lanes", "17"}, "--delay-lanes: Value 17 not in range 1 to 16"},
     };
     for (const auto& [options, expected] : cases) {
         auto arguments = options;

@@ -1,4 +1,5 @@
 // End to end: one-shot jobs from hourglass.in to hourglass.out (SPEC §3, §5, §6, §7).
+#include <map>
 #include <set>
 #include <thread>
 
@@ -114,6 +115,59 @@ TEST_F(Pipeline, jobs_are_never_released_before_due_and_delay_zero_is_prompt) {
         EXPECT_LE(r.received_at - *due, 200ms) << string_header(r.message, "x-hourglass-id");
     }
     EXPECT_EQ(ids.size(), delays.size());
+}
+
+// The queue a release expired from, from RabbitMQ's x-death header (empty if absent).
+std::string expired_from(const Message& message) {
+    const auto* death = find_header(message.properties, "x-death");
+    const auto* entries = death != nullptr ? std::get_if<FieldArray>(&death->value) : nullptr;
+    if (entries == nullptr || entries->empty()) return {};
+    const auto* entry = std::get_if<FieldTable>(&entries->front().value);
+    if (entry == nullptr) return {};
+    for (const auto& [key, value] : *entry) {
+        const auto* text = std::get_if<std::string>(&value.value);
+        if (key == "queue" && text != nullptr) return *text;
+    }
+    return {};
+}
+
+// Delay lanes: a burst due at one instant is spread over every lane of its TTL, so that the
+// broker releases it from several queues at once; nothing early, nothing lost or doubled.
+TEST_F(Pipeline, a_burst_due_at_one_instant_is_released_from_every_lane) {
+    start_hourglass({"--horizon", "4s", "--delay-lanes", "3"});
+    Client client(amqp_url_);
+    client.subscribe(out_exchange(), "#");
+
+    constexpr int kJobs = 90;
+    const auto due = now_ms() + 3s;
+    std::vector<Message> jobs;
+    for (int i = 0; i < kJobs; ++i) {
+        auto job = delayed("burst-" + std::to_string(i), 0);
+        remove_header(job.properties, "x-delay");
+        set_header(job.properties, "x-schedule-at", to_epoch_ms(due));
+        jobs.push_back(job);
+    }
+    client.publish_all(jobs);
+    const auto received = client.drain(4500ms, 20s);  // quiet until the burst is due
+    ASSERT_EQ(received.size(), static_cast<std::size_t>(kJobs));
+    std::set<std::string> ids;
+    std::map<std::string, int> per_queue;
+    for (const auto& r : received) {
+        ids.insert(string_header(r.message, "x-hourglass-id"));
+        EXPECT_GE(r.received_at, due) << string_header(r.message, "x-hourglass-id") << " early";
+        ++per_queue[expired_from(r.message)];
+    }
+    EXPECT_EQ(ids.size(), static_cast<std::size_t>(kJobs));
+    // Lanes 0, 1 and 2 of the TTLs used: <prefix>.delay.<ttl>, .<ttl>.1, .<ttl>.2.
+    std::set<int> lanes;
+    for (const auto& [queue, count] : per_queue) {
+        const auto ladder = prefix_ + ".delay.";
+        ASSERT_EQ(queue.rfind(ladder, 0), 0u) << "expired from " << queue;
+        const auto rest = queue.substr(ladder.size());
+        const auto dot = rest.find('.');
+        lanes.insert(dot == std::string::npos ? 0 : std::stoi(rest.substr(dot + 1)));
+    }
+    EXPECT_EQ(lanes, (std::set<int>{0, 1, 2}));
 }
 
 TEST_F(Pipeline, delay_zero_is_released_within_20_ms) {

@@ -116,7 +116,9 @@ TEST_F(Resilience, a_run_the_broker_lost_is_published_again) {
     const delay::TopologyNames names(prefix_);
     const auto ladder = delay::DelayLadder::for_horizon(4s);
     for (const auto ttl : ladder.ttls()) {
-        purged += client.connection().purge_queue(2, names.delay(ttl)).value_or(0);
+        for (unsigned lane = 0; lane < delay::kDefaultDelayLanes; ++lane) {
+            purged += client.connection().purge_queue(2, names.delay(ttl, lane)).value_or(0);
+        }
     }
     ASSERT_EQ(purged, 1u) << "the run waited in one delay queue";
 

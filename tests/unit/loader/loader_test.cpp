@@ -231,6 +231,7 @@ protected:
         seams.now = [this] { return clock(); };
         ladder.emplace(delay::DelayLadder::for_horizon(loader_options.horizon));
         names = loader_options.topology.names;
+        lanes = loader_options.topology.delay_lanes;
         loader.emplace(std::move(loader_options), NextRunFunction{}, std::move(seams));
         thread = std::jthread([this](std::stop_token stop) { loader->run(stop); });
     }
@@ -248,7 +249,9 @@ protected:
     // When RabbitMQ would release a publish: its time plus the TTL of the queue it went to.
     Micros released_at(const FakeBroker::Published& publish) const {
         for (const auto ttl : ladder->ttls()) {
-            if (publish.message.exchange == names.delay(ttl)) return publish.at + ttl;
+            for (unsigned lane = 0; lane < lanes; ++lane) {
+                if (publish.message.exchange == names.delay(ttl, lane)) return publish.at + ttl;
+            }
         }
         ADD_FAILURE() << "published to " << publish.message.exchange << ", not a delay queue";
         return publish.at;
@@ -259,6 +262,7 @@ protected:
     std::atomic<std::chrono::microseconds> offset{std::chrono::microseconds{0}};
     std::optional<delay::DelayLadder> ladder;
     delay::TopologyNames names;
+    unsigned lanes = 1;
     std::optional<Loader> loader;
     std::jthread thread;
 };
@@ -291,6 +295,49 @@ TEST_F(LoaderTest, hands_over_runs_due_within_the_horizon_on_time_and_records_th
         EXPECT_EQ(header_text(publish.message, header::kDue), format_rfc3339_ms(due));
     }
     EXPECT_EQ(loader->runs_handed_over(), 2u);
+}
+
+// Delay lanes: a hotspot is spread evenly over the queues of its rung, so that the broker
+// releases it from several queues at once; each run still goes to a queue of the right TTL.
+TEST_F(LoaderTest, spreads_the_runs_of_one_rung_evenly_over_its_lanes) {
+    const auto due = in(1500ms);
+    for (int i = 0; i < 40; ++i) db.add("hot-" + std::to_string(i), due);
+    auto loader_options = options();
+    loader_options.topology.delay_lanes = 4;
+    start(std::move(loader_options));
+
+    ASSERT_TRUE(eventually([&] { return db.handed_over() == 40; }));
+    std::map<std::string, int> per_queue;
+    for (const auto& publish : broker.publishes()) {
+        ++per_queue[publish.message.exchange];
+        EXPECT_GE(released_at(publish), due);  // never early, whatever the lane
+    }
+    // One rung (1 s: published 1 s before due) or, on a slow machine, two; lanes in turn.
+    std::map<unsigned, int> per_lane;
+    for (const auto& [queue, count] : per_queue) {
+        for (unsigned lane = 0; lane < 4; ++lane) {
+            for (const auto ttl : ladder->ttls()) {
+                if (queue == names.delay(ttl, lane)) per_lane[lane] += count;
+            }
+        }
+    }
+    ASSERT_EQ(per_lane.size(), 4u);
+    for (const auto& [lane, count] : per_lane) EXPECT_EQ(count, 10) << "lane " << lane;
+    EXPECT_EQ(names.delay(1s, 0), "hourglass.delay.1000");  // lane 0: the name without lanes
+    EXPECT_EQ(names.delay(1s, 3), "hourglass.delay.1000.3");
+}
+
+TEST_F(LoaderTest, one_lane_publishes_every_run_to_the_queue_named_by_its_ttl_alone) {
+    for (int i = 0; i < 8; ++i) db.add("run-" + std::to_string(i), in(1500ms));
+    auto loader_options = options();
+    loader_options.topology.delay_lanes = 1;
+    start(std::move(loader_options));
+
+    ASSERT_TRUE(eventually([&] { return db.handed_over() == 8; }));
+    for (const auto& publish : broker.publishes()) {
+        EXPECT_EQ(publish.message.exchange.rfind('.'), std::string("hourglass.delay").size())
+            << publish.message.exchange;
+    }
 }
 
 TEST_F(LoaderTest, compares_due_times_on_the_injected_clock_not_the_hosts) {

@@ -243,6 +243,15 @@ int run_service(const ServiceOptions& options) {
         amqp::Connection connection(connection_options);
         connection.open_channel(1);
         delay::declare_topology(connection, 1, topology, ladder);
+        if (!topology.audit) {
+            // An earlier run with the audit left its queue bound: it fills with every release.
+            const auto copies = connection.queue_message_count(1, topology.names.audit);
+            if (copies && *copies > 0) {
+                spdlog::warn("{} holds {} release copies and --no-audit is set: unless another "
+                             "instance runs with the audit, delete that queue",
+                             topology.names.audit, *copies);
+            }
+        }
         service_metrics->set_topology_declared(true);
         spdlog::info("topology declared ({}.in -> {}.out)", options.prefix, options.prefix);
     }

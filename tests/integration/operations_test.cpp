@@ -418,6 +418,27 @@ TEST_F(Operations, json_logs_are_one_object_per_line) {
     }
 }
 
+// Turning the audit off leaves the audit queue of earlier runs bound to every release: with
+// nobody consuming it, it grows without end. hourglass says so at start.
+TEST_F(Operations, no_audit_warns_when_the_audit_queue_of_an_earlier_run_holds_copies) {
+    start_hourglass({"--horizon", "4s"}).terminate();  // declares and binds the audit queue
+    auto& without_audit = start_hourglass({"--horizon", "4s", "--no-audit"});
+    EXPECT_THAT(without_audit.log_tail(200), Not(HasSubstr("release copies")));
+    Client client(amqp_url_);
+    client.publish_all({delayed("copied-1", 0)});
+    const auto audit_queue = prefix_ + ".delay.audit";
+    const auto deadline = std::chrono::steady_clock::now() + 20s;
+    while (client.queue_size(audit_queue).value_or(0) < 1 && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(100ms);
+    }
+    ASSERT_EQ(client.queue_size(audit_queue).value_or(0), 1u) << "the release was copied";
+    without_audit.terminate();
+
+    auto& restarted = start_hourglass({"--horizon", "4s", "--no-audit"});
+    EXPECT_THAT(restarted.log_tail(200),
+                HasSubstr(audit_queue + " holds 1 release copies and --no-audit is set"));
+}
+
 TEST_F(Operations, option_values_out_of_bounds_are_usage_errors_naming_the_option) {
     const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
         {{"--console-token", "guessable"}, "--console-token: a console token needs at least 16 characters"},

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <map>
+#include <stdexcept>
+#include <string>
 
 #include "amqp/confirm_tracker.hpp"
 #include "common/retry.hpp"
@@ -16,6 +18,18 @@ namespace {
 constexpr auto kConfirmPoll = std::chrono::microseconds{1000};
 constexpr auto kIdleWait = Milliseconds{100};
 constexpr auto kShutdownConfirmWait = std::chrono::seconds{5};
+
+// The options the loader divides by or counts on, checked once: the CLI bounds them, but a
+// loader built in code must fail here, not divide by zero at its first publish.
+LoaderOptions checked(LoaderOptions options) {
+    const auto lanes = options.topology.delay_lanes;
+    if (lanes < 1 || lanes > delay::kMaxDelayLanes) {
+        throw std::invalid_argument("loader: delay lanes must be 1.." +
+                                    std::to_string(delay::kMaxDelayLanes) + ", not " +
+                                    std::to_string(lanes));
+    }
+    return options;
+}
 
 LoaderSeams with_defaults(LoaderSeams seams, const LoaderOptions& options) {
     if (!seams.open_store) {
@@ -33,7 +47,7 @@ LoaderSeams with_defaults(LoaderSeams seams, const LoaderOptions& options) {
 }  // namespace
 
 Loader::Loader(LoaderOptions options, NextRunFunction next_run, LoaderSeams seams)
-    : options_(std::move(options)),
+    : options_(checked(std::move(options))),
       next_run_(std::move(next_run)),
       seams_(with_defaults(std::move(seams), options_)),
       leases_(options_.lease_timings),

@@ -327,6 +327,17 @@ TEST_F(LoaderTest, spreads_the_runs_of_one_rung_evenly_over_its_lanes) {
     EXPECT_EQ(names.delay(1s, 3), "hourglass.delay.1000.3");
 }
 
+TEST_F(LoaderTest, refuses_lane_counts_outside_one_to_the_maximum) {
+    for (const unsigned count : {0u, delay::kMaxDelayLanes + 1}) {
+        auto loader_options = options();
+        loader_options.topology.delay_lanes = count;
+        EXPECT_THROW(Loader(std::move(loader_options)), std::invalid_argument) << count;
+    }
+    auto loader_options = options();
+    loader_options.topology.delay_lanes = delay::kMaxDelayLanes;
+    EXPECT_NO_THROW(Loader(std::move(loader_options)));
+}
+
 TEST_F(LoaderTest, one_lane_publishes_every_run_to_the_queue_named_by_its_ttl_alone) {
     for (int i = 0; i < 8; ++i) db.add("run-" + std::to_string(i), in(1500ms));
     auto loader_options = options();

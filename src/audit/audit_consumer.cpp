@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "common/retry.hpp"
 
 namespace hourglass::audit {
@@ -27,7 +29,11 @@ const std::string* string_header(const Message& message, std::string_view name) 
     return value ? std::get_if<std::string>(&value->value) : nullptr;
 }
 
-void audit_session(const AuditOptions& options, std::stop_token stop) {
+// The outages remembered, newest last: enough to cover redeliveries after a quick second one.
+constexpr std::size_t kOutagesKept = 8;
+
+void audit_session(const AuditOptions& options, std::stop_token stop,
+                   std::deque<BrokerOutage>& outages, bool& consuming) {
     store::JobStore store(options.store);
     auto connection_options = options.amqp;
     connection_options.connection_name = "hourglass audit";
@@ -36,6 +42,9 @@ void audit_session(const AuditOptions& options, std::stop_token stop) {
     connection.set_prefetch(kChannel, options.prefetch);
     connection.consume(kChannel, options.names.audit);
     spdlog::info("audit: consuming {}", options.names.audit);
+    if (!outages.empty() && !outages.back().back_at) outages.back().back_at = now_ms();
+    consuming = true;
+    std::size_t doubted = 0;  // releases left to the re-send in this session
 
     using Clock = std::chrono::steady_clock;
     constexpr auto kNoBatch = Clock::time_point::max();  // flush_at while the batch is empty
@@ -63,7 +72,17 @@ void audit_session(const AuditOptions& options, std::stop_token stop) {
             if (delivery == nullptr) continue;
             const auto received_at = now_us();
             if (auto release = observed_release(delivery->message, received_at)) {
-                batch.push_back(std::move(*release));
+                if (options.doubt_releases_around_outages && !outages.empty() &&
+                    released_while_the_broker_went_down(dead_lettered_at(delivery->message),
+                                                        outages)) {
+                    if (doubted++ == 0) {
+                        spdlog::info("audit: releases dead-lettered while the broker went down "
+                                     "are not recorded: it may have dropped your queues' copy, "
+                                     "so they are published again after --resend-after");
+                    }
+                } else {
+                    batch.push_back(std::move(*release));
+                }
             } else {
                 spdlog::warn("audit: a message without hourglass headers on {}; ignored",
                              options.names.audit);
@@ -91,8 +110,48 @@ std::optional<ObservedRelease> observed_release(
     return ObservedRelease{*id, static_cast<int>(*run), *due_at, received_at};
 }
 
+std::optional<TimePoint> dead_lettered_at(const Message& message) {
+    const auto* deaths = find_header(message.properties, "x-death");
+    const auto* entries = deaths ? std::get_if<FieldArray>(&deaths->value) : nullptr;
+    if (entries == nullptr || entries->empty()) return std::nullopt;
+    const auto* newest = std::get_if<FieldTable>(&entries->front().value);
+    if (newest == nullptr) return std::nullopt;
+    for (const auto& [key, value] : *newest) {
+        if (key != "time") continue;
+        const auto* time = std::get_if<Timestamp>(&value.value);
+        if (time == nullptr || time->seconds > 253402300799u) return std::nullopt;  // past 9999
+        return TimePoint{std::chrono::seconds{static_cast<std::int64_t>(time->seconds)}};
+    }
+    return std::nullopt;
+}
+
+bool released_while_the_broker_went_down(std::optional<TimePoint> dead_lettered,
+                                         const std::deque<BrokerOutage>& outages) noexcept {
+    if (!dead_lettered) return false;
+    return std::any_of(outages.begin(), outages.end(), [&](const BrokerOutage& outage) {
+        return *dead_lettered >= outage.lost_at - kOutageMargin - std::chrono::seconds{1} &&
+               (!outage.back_at || *dead_lettered <= *outage.back_at);
+    });
+}
+
 void run_audit(const AuditOptions& options, std::stop_token stop) {
-    run_with_reconnect("audit", stop, [&] { audit_session(options, stop); });
+    std::deque<BrokerOutage> outages;
+    bool consuming = false;  // the last session reached the point of consuming
+    run_with_reconnect("audit", stop, [&] {
+        try {
+            audit_session(options, stop, outages, consuming);
+        } catch (const amqp::Error&) {
+            if (consuming) {  // lost the broker (not a failed reconnect attempt)
+                outages.push_back({now_ms(), std::nullopt});
+                if (outages.size() > kOutagesKept) outages.pop_front();
+            }
+            consuming = false;
+            throw;
+        } catch (...) {
+            consuming = false;
+            throw;
+        }
+    });
 }
 
 }  // namespace hourglass::audit

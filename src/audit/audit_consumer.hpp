@@ -3,6 +3,8 @@
 // `lateness_ms` and state `done` in batches. A batch is acked only after its update commits.
 #pragma once
 
+#include <deque>
+#include <optional>
 #include <stop_token>
 
 #include "amqp/connection.hpp"
@@ -19,6 +21,9 @@ struct AuditOptions {
     std::uint16_t prefetch = 2000;
     std::size_t batch_size = 500;
     Milliseconds batch_wait{20};
+    // Classic delay queues dead-letter at most once: leave releases around a broker outage to
+    // the loader's re-send (see released_while_the_broker_went_down). Off for quorum queues.
+    bool doubt_releases_around_outages = true;
     std::shared_ptr<metrics::ServiceMetrics> metrics = std::make_shared<metrics::ServiceMetrics>();
 };
 
@@ -26,6 +31,29 @@ struct AuditOptions {
 std::optional<ObservedRelease> observed_release(const Message& message,
                                                 std::chrono::sys_time<std::chrono::microseconds>
                                                     received_at);
+
+// How long before the audit lost the broker a dead-lettering counts as made while it went
+// down: the broker closes connections before it stops queues; x-death times are whole seconds.
+inline constexpr Milliseconds kOutageMargin{1000};
+
+// A time the audit lost the broker while consuming, and when it consumed again.
+struct BrokerOutage {
+    TimePoint lost_at;
+    std::optional<TimePoint> back_at;  // unset: not back yet
+};
+
+// When the broker dead-lettered a released message: the `time` of its newest x-death entry
+// (whole seconds); nothing if it has none.
+std::optional<TimePoint> dead_lettered_at(const Message& message);
+
+// Whether a release may have reached the audit queue but not the consumers' queues: a broker
+// shutting down dead-letters each expired message once, into the queues still running, so the
+// audit's copy alone does not prove yours. True for messages dead-lettered from kOutageMargin
+// (and one second of x-death rounding) before an outage until the audit consumed again; those
+// are not recorded, stay `enqueued` and are published again after --resend-after (at least
+// once). The copy of that re-send is dead-lettered later and recorded.
+bool released_while_the_broker_went_down(std::optional<TimePoint> dead_lettered,
+                                         const std::deque<BrokerOutage>& outages) noexcept;
 
 void run_audit(const AuditOptions& options, std::stop_token stop);
 

@@ -177,6 +177,8 @@ audit::AuditOptions ServiceOptions::audit() const {
     options.amqp = amqp();
     options.store = store();
     options.names = delay::TopologyNames(prefix);
+    // Quorum delay queues dead-letter at least once: their releases need no doubt.
+    options.doubt_releases_around_outages = queue_type != "quorum";
     return options;
 }
 

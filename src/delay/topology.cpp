@@ -17,6 +17,14 @@ TopologyNames::TopologyNames(std::string prefix_)
       audit(prefix + ".delay.audit"),
       forward(prefix + ".delay.forward") {}
 
+void check_delay_lanes(unsigned lanes, std::string_view who) {
+    if (lanes < 1 || lanes > kMaxDelayLanes) {
+        throw std::invalid_argument(std::string(who) + ": delay lanes must be 1.." +
+                                    std::to_string(kMaxDelayLanes) + ", not " +
+                                    std::to_string(lanes));
+    }
+}
+
 std::string TopologyNames::delay(Milliseconds ttl, unsigned lane) const {
     auto name = prefix + ".delay." + std::to_string(ttl.count());
     if (lane > 0) name += "." + std::to_string(lane);
@@ -121,9 +129,7 @@ void declare_topology(amqp::Connection& connection, std::uint16_t channel,
         connection.bind_queue(channel, names.audit, names.release, "");
     }
 
-    if (options.delay_lanes < 1 || options.delay_lanes > kMaxDelayLanes) {
-        throw std::invalid_argument("delay lanes must be 1.." + std::to_string(kMaxDelayLanes));
-    }
+    check_delay_lanes(options.delay_lanes, "topology");
     declare_ladder(
         connection, channel, options.queue_type, ladder, options.delay_lanes,
         [&](Milliseconds ttl, unsigned lane) { return names.delay(ttl, lane); }, names.release);

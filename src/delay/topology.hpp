@@ -24,6 +24,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "hourglass/time.hpp"
@@ -39,6 +40,9 @@ enum class QueueType { classic, quorum };
 // Queues per rung of the untargeted ladder (--delay-lanes).
 inline constexpr unsigned kDefaultDelayLanes = 4;
 inline constexpr unsigned kMaxDelayLanes = 16;
+
+// Throws std::invalid_argument unless 1 <= lanes <= kMaxDelayLanes; `who` starts the message.
+void check_delay_lanes(unsigned lanes, std::string_view who);
 
 struct TopologyNames {
     explicit TopologyNames(std::string prefix = "hourglass");

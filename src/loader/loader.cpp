@@ -22,12 +22,7 @@ constexpr auto kShutdownConfirmWait = std::chrono::seconds{5};
 // The options the loader divides by or counts on, checked once: the CLI bounds them, but a
 // loader built in code must fail here, not divide by zero at its first publish.
 LoaderOptions checked(LoaderOptions options) {
-    const auto lanes = options.topology.delay_lanes;
-    if (lanes < 1 || lanes > delay::kMaxDelayLanes) {
-        throw std::invalid_argument("loader: delay lanes must be 1.." +
-                                    std::to_string(delay::kMaxDelayLanes) + ", not " +
-                                    std::to_string(lanes));
-    }
+    delay::check_delay_lanes(options.topology.delay_lanes, "loader");
     return options;
 }
 

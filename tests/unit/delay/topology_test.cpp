@@ -238,5 +238,19 @@ TEST(TopologyNames, delay_queue_names_are_distinct_for_every_rung) {
     EXPECT_EQ(seen.count(names.forward), 0u);
 }
 
+TEST(DelayLanes, one_to_the_maximum_pass_and_the_message_names_the_caller_and_the_count) {
+    EXPECT_NO_THROW(check_delay_lanes(1, "topology"));
+    EXPECT_NO_THROW(check_delay_lanes(kMaxDelayLanes, "topology"));
+    for (const unsigned count : {0u, kMaxDelayLanes + 1}) {
+        try {
+            check_delay_lanes(count, "loader");
+            ADD_FAILURE() << count << " lanes were accepted";
+        } catch (const std::invalid_argument& error) {
+            EXPECT_EQ(std::string(error.what()),
+                      "loader: delay lanes must be 1..16, not " + std::to_string(count));
+        }
+    }
+}
+
 }  // namespace
 }  // namespace hourglass::delay

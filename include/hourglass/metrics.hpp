@@ -5,8 +5,9 @@
 // exposition format (version 0.0.4); registration takes a lock and happens at start-up.
 // Label values are fixed when a series is registered, so the number of series is bounded.
 //
-// ServiceMetrics registers every hourglass_ metric once; components receive it through their
-// options and update the series they own.
+// ServiceMetrics holds the registry of one service and the series that belong to no single
+// component (build, readiness, connections). Each component registers its own series in that
+// registry when it starts (ingest/ingest_metrics.hpp, loader/loader_metrics.hpp, ...).
 #pragma once
 
 #include <array>
@@ -20,8 +21,6 @@
 #include <utility>
 #include <variant>
 #include <vector>
-
-#include "hourglass/command.hpp"
 
 namespace hourglass::metrics {
 
@@ -141,13 +140,11 @@ constexpr bool connects(Component component, Peer peer) noexcept {
 std::string_view to_string(Component component) noexcept;
 std::string_view to_string(Peer peer) noexcept;
 
-// The short, stable code a rejection is counted under (label `reason`), derived from the field
-// its error names ("x-delay: -5 (i32) is negative" -> "x-delay"). One of rejection_reasons();
-// errors naming nothing known count as "other", so the label never grows beyond that list.
-std::string_view rejection_reason(std::string_view error) noexcept;
-const std::vector<std::string_view>& rejection_reasons();
+// Histogram buckets for lateness, in seconds (Prometheus's base unit): 1 ms to 1 s.
+inline const std::vector<double> kLatenessBuckets{0.001, 0.002, 0.005, 0.01, 0.02,
+                                                  0.05,  0.1,   0.2,   0.5,  1};
 
-// Every hourglass_ metric. Components update the series they own; the service wires them up.
+// The service-wide series and the registry the components add theirs to.
 class ServiceMetrics {
 public:
     ServiceMetrics();
@@ -155,33 +152,9 @@ public:
     ServiceMetrics& operator=(const ServiceMetrics&) = delete;
 
     const Registry& registry() const noexcept { return registry_; }
-    // Components that own their metrics register them here (e.g. the retention pruner).
+    // Each component registers its own series here when it starts.
     Registry& registry() noexcept { return registry_; }
 
-    // Ingest: deliveries taken from <prefix>.in, and each command's outcome once acked.
-    void count_received(std::size_t commands) noexcept { commands_received_.increment(commands); }
-    void count_outcomes(const std::vector<CommandOutcome>& outcomes) noexcept;
-    // Loader: runs recorded as handed over to the delay topology; publishes awaiting a confirm.
-    void count_runs_enqueued(std::size_t runs) noexcept { runs_enqueued_.increment(runs); }
-    void count_runs_resent(std::size_t runs) noexcept { runs_resent_.increment(runs); }
-    // How long after its publish instant (due − TTL) a run was published into a delay queue:
-    // its release is late by at least this, whatever the broker does (README "Benchmarks").
-    void observe_handover_lateness(std::chrono::microseconds lateness) noexcept;
-    void set_unconfirmed_publishes(std::size_t publishes) noexcept {
-        unconfirmed_publishes_.set(static_cast<double>(publishes));
-    }
-    // Forwarder: released runs with a target exchange, published to it (`forwarded`) or, when
-    // it could not route them or was gone, to <prefix>.unroutable (`unroutable`).
-    void count_forwarded(std::size_t releases) noexcept { releases_forwarded_.increment(releases); }
-    void count_forwarded_unroutable(std::size_t releases) noexcept {
-        releases_forwarded_unroutable_.increment(releases);
-    }
-    // Audit: releases recorded, with the lateness of each (lateness_ms of SPEC §7).
-    void count_releases(std::size_t observed, const std::vector<double>& lateness_ms) noexcept;
-    // Refreshed from the hourglass.stats view.
-    void set_job_counts(std::int64_t pending, std::int64_t enqueued, std::int64_t done,
-                        std::int64_t cancelled) noexcept;
-    void set_oldest_pending_lag_ms(std::int64_t lag_ms) noexcept;
     // Readiness inputs (GET /readyz).
     void set_migrations_current(bool current) noexcept { migrations_current_.set(current ? 1 : 0); }
     void set_topology_declared(bool declared) noexcept { topology_declared_.set(declared ? 1 : 0); }
@@ -195,25 +168,7 @@ public:
     bool connected(Component component, Peer peer) const noexcept;
 
 private:
-    static constexpr std::size_t kStatusCount = 7;
-
     Registry registry_;
-    Counter& commands_received_;
-    std::array<Counter*, kStatusCount> commands_by_status_{};
-    std::vector<std::pair<std::string_view, Counter*>> commands_rejected_by_reason_;
-    Counter& runs_enqueued_;
-    Counter& runs_resent_;
-    Counter& releases_observed_;
-    Counter& releases_forwarded_;
-    Counter& releases_forwarded_unroutable_;
-    Histogram& release_lateness_seconds_;
-    Histogram& handover_lateness_seconds_;
-    Gauge& jobs_pending_;
-    Gauge& jobs_enqueued_;
-    Gauge& jobs_done_;
-    Gauge& jobs_cancelled_;
-    Gauge& oldest_pending_lag_seconds_;
-    Gauge& unconfirmed_publishes_;
     Gauge& migrations_current_;
     Gauge& topology_declared_;
     std::array<std::array<Gauge*, kPeers.size()>, kComponents.size()> open_connections_{};

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "audit/audit_metrics.hpp"
 #include "common/retry.hpp"
 
 namespace hourglass::audit {
@@ -32,7 +33,7 @@ const std::string* string_header(const Message& message, std::string_view name) 
 // The outages remembered, newest last: enough to cover redeliveries after a quick second one.
 constexpr std::size_t kOutagesKept = 8;
 
-void audit_session(const AuditOptions& options, std::stop_token stop,
+void audit_session(const AuditOptions& options, AuditMetrics& metrics, std::stop_token stop,
                    std::deque<BrokerOutage>& outages, bool& consuming) {
     store::JobStore store(options.store);
     auto connection_options = options.amqp;
@@ -53,7 +54,7 @@ void audit_session(const AuditOptions& options, std::stop_token stop,
     auto flush_at = kNoBatch;
     auto flush = [&] {
         if (last_tag == 0) return;
-        options.metrics->count_releases(batch.size(), store.record_releases(batch));
+        metrics.count_releases(batch.size(), store.record_releases(batch));
         connection.ack(kChannel, last_tag, /*multiple=*/true);
         spdlog::debug("audit: recorded {} releases", batch.size());
         batch.clear();
@@ -135,11 +136,12 @@ bool released_while_the_broker_went_down(std::optional<TimePoint> dead_lettered,
 }
 
 void run_audit(const AuditOptions& options, std::stop_token stop) {
+    AuditMetrics metrics(options.metrics->registry());
     std::deque<BrokerOutage> outages;
     bool consuming = false;  // the last session reached the point of consuming
     run_with_reconnect("audit", stop, [&] {
         try {
-            audit_session(options, stop, outages, consuming);
+            audit_session(options, metrics, stop, outages, consuming);
         } catch (const amqp::Error&) {
             if (consuming) {  // lost the broker (not a failed reconnect attempt)
                 outages.push_back({now_ms(), std::nullopt});

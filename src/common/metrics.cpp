@@ -252,65 +252,7 @@ std::string_view to_string(Peer peer) noexcept {
     return peer == Peer::rabbitmq ? "rabbitmq" : "postgresql";
 }
 
-const std::vector<std::string_view>& rejection_reasons() {
-    // The fields command errors name (src/ingest/command_parser.cpp), then the few errors that
-    // name no single field, then the catch-all.
-    static const std::vector<std::string_view> reasons = {
-        "x-delay",        "x-schedule-at",
-        "x-cron",         "x-cron-tz",
-        "x-cron-until",   "x-cron-limit",
-        "x-replace",      "x-cancel",
-        "x-reply-to",     "x-hourglass-exchange",
-        "headers",        "message_id",
-        "body",           "routing_key",
-        "no_time_header", "conflicting_time_headers",
-        "unreadable",     "other"};
-    return reasons;
-}
-
-std::string_view rejection_reason(std::string_view error) noexcept {
-    // Errors read "<field>: <what is wrong>".
-    const auto field = error.substr(0, error.find(':'));
-    if (field == "routing key") return "routing_key";
-    if (field == "no time header") return "no_time_header";
-    if (field == "command could not be read") return "unreadable";
-    if (field.ends_with(" are set together")) return "conflicting_time_headers";
-    for (const auto reason : rejection_reasons()) {
-        if (field == reason) return reason;
-    }
-    return "other";
-}
-
 namespace {
-
-constexpr std::array kStatuses = {CommandStatus::scheduled, CommandStatus::duplicate,
-                                  CommandStatus::replaced,  CommandStatus::cancelled,
-                                  CommandStatus::too_late,  CommandStatus::not_found,
-                                  CommandStatus::rejected};
-
-template <std::size_t N>
-std::array<Counter*, N> add_status_counters(Registry& registry) {
-    static_assert(N == kStatuses.size());
-    std::array<Counter*, N> counters{};
-    for (const auto status : kStatuses) {
-        counters[static_cast<std::size_t>(status)] = &registry.add_counter(
-            "hourglass_commands_total",
-            "Commands acked, by outcome: the receipt status (scheduled = accepted as a new job).",
-            {{"status", std::string(to_string(status))}});
-    }
-    return counters;
-}
-
-std::vector<std::pair<std::string_view, Counter*>> add_reason_counters(Registry& registry) {
-    std::vector<std::pair<std::string_view, Counter*>> counters;
-    for (const auto reason : rejection_reasons()) {
-        counters.emplace_back(reason,
-                              &registry.add_counter("hourglass_commands_rejected_total",
-                                                    "Rejected commands, by the field at fault.",
-                                                    {{"reason", std::string(reason)}}));
-    }
-    return counters;
-}
 
 template <typename Table>
 Table add_connection_gauges(Registry& registry) {
@@ -329,60 +271,10 @@ Table add_connection_gauges(Registry& registry) {
     return gauges;
 }
 
-// Seconds, Prometheus's base unit; the buckets span 1 ms to 1 s.
-const std::vector<double> kLatenessBuckets{0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1};
-
-Gauge& add_jobs_gauge(Registry& registry, const std::string& state) {
-    return registry.add_gauge("hourglass_jobs",
-                              "Jobs per state, from the stats view (refreshed every few seconds).",
-                              {{"state", state}});
-}
-
 }  // namespace
 
 ServiceMetrics::ServiceMetrics()
-    : commands_received_(registry_.add_counter(
-          "hourglass_commands_received_total",
-          "Commands taken from the input queue (<prefix>.in), redeliveries included.")),
-      commands_by_status_(add_status_counters<kStatusCount>(registry_)),
-      commands_rejected_by_reason_(add_reason_counters(registry_)),
-      runs_enqueued_(registry_.add_counter(
-          "hourglass_runs_enqueued_total",
-          "Runs handed over to the delay queues (confirmed by the broker and recorded).")),
-      runs_resent_(registry_.add_counter(
-          "hourglass_runs_resent_total",
-          "Runs published again because their release was not observed (see --resend-after).")),
-      releases_observed_(registry_.add_counter("hourglass_releases_observed_total",
-                                               "Releases observed by the audit consumer.")),
-      releases_forwarded_(registry_.add_counter(
-          "hourglass_releases_forwarded_total",
-          "Released runs with a target exchange (x-hourglass-exchange) published to it and "
-          "confirmed.")),
-      releases_forwarded_unroutable_(registry_.add_counter(
-          "hourglass_releases_forwarded_unroutable_total",
-          "Released runs with a target exchange that could not route them or no longer existed, "
-          "published to <prefix>.unroutable instead.")),
-      release_lateness_seconds_(registry_.add_histogram(
-          "hourglass_release_lateness_seconds",
-          "Observed release time minus the due time (or the time the command was accepted, if "
-          "later).",
-          kLatenessBuckets)),
-      handover_lateness_seconds_(registry_.add_histogram(
-          "hourglass_handover_lateness_seconds",
-          "Publish time of a run into its delay queue minus the instant that releases it on time "
-          "(due minus the queue's TTL); the release is late by at least this.",
-          kLatenessBuckets)),
-      jobs_pending_(add_jobs_gauge(registry_, "pending")),
-      jobs_enqueued_(add_jobs_gauge(registry_, "enqueued")),
-      jobs_done_(add_jobs_gauge(registry_, "done")),
-      jobs_cancelled_(add_jobs_gauge(registry_, "cancelled")),
-      oldest_pending_lag_seconds_(registry_.add_gauge(
-          "hourglass_oldest_pending_lag_seconds",
-          "How overdue the oldest overdue pending job is (0 if none), from the stats view.")),
-      unconfirmed_publishes_(registry_.add_gauge(
-          "hourglass_unconfirmed_publishes",
-          "Runs published to the delay queues and not yet confirmed by the broker.")),
-      migrations_current_(registry_.add_gauge(
+    : migrations_current_(registry_.add_gauge(
           "hourglass_migrations_current",
           "1 if every migration this binary knows is applied to the schema, else 0.")),
       topology_declared_(registry_.add_gauge("hourglass_topology_declared",
@@ -392,39 +284,6 @@ ServiceMetrics::ServiceMetrics()
         .add_gauge("hourglass_build_info", "Always 1; the label is the hourglass version.",
                    {{"version", HOURGLASS_VERSION}})
         .set(1);
-}
-
-void ServiceMetrics::count_outcomes(const std::vector<CommandOutcome>& outcomes) noexcept {
-    for (const auto& outcome : outcomes) {
-        commands_by_status_[static_cast<std::size_t>(outcome.status)]->increment();
-        if (outcome.status != CommandStatus::rejected) continue;
-        const auto reason = rejection_reason(outcome.error);
-        for (const auto& [code, counter] : commands_rejected_by_reason_) {
-            if (code == reason) counter->increment();
-        }
-    }
-}
-
-void ServiceMetrics::count_releases(std::size_t observed,
-                                    const std::vector<double>& lateness_ms) noexcept {
-    releases_observed_.increment(observed);
-    for (const double ms : lateness_ms) release_lateness_seconds_.observe(ms / 1000.0);
-}
-
-void ServiceMetrics::observe_handover_lateness(std::chrono::microseconds lateness) noexcept {
-    handover_lateness_seconds_.observe(std::chrono::duration<double>(lateness).count());
-}
-
-void ServiceMetrics::set_job_counts(std::int64_t pending, std::int64_t enqueued, std::int64_t done,
-                                    std::int64_t cancelled) noexcept {
-    jobs_pending_.set(static_cast<double>(pending));
-    jobs_enqueued_.set(static_cast<double>(enqueued));
-    jobs_done_.set(static_cast<double>(done));
-    jobs_cancelled_.set(static_cast<double>(cancelled));
-}
-
-void ServiceMetrics::set_oldest_pending_lag_ms(std::int64_t lag_ms) noexcept {
-    oldest_pending_lag_seconds_.set(static_cast<double>(lag_ms) / 1000.0);
 }
 
 Gauge* ServiceMetrics::open_connections(Component component, Peer peer) noexcept {

@@ -9,6 +9,7 @@
 #include "amqp/confirm_tracker.hpp"
 #include "common/retry.hpp"
 #include "common/text.hpp"
+#include "forward/forwarder_metrics.hpp"
 #include "hourglass/command.hpp"
 
 namespace hourglass::forward {
@@ -49,8 +50,8 @@ std::string header_text(const Message& message, std::string_view name) {
 
 class ForwardSession {
 public:
-    explicit ForwardSession(const ForwarderOptions& options)
-        : options_(options), connection_(connection_options(options)) {
+    ForwardSession(const ForwarderOptions& options, ForwarderMetrics& metrics)
+        : options_(options), metrics_(metrics), connection_(connection_options(options)) {
         connection_.open_channel(kConsumeChannel);
         connection_.open_channel(kPublishChannel);
         connection_.enable_confirms(kPublishChannel);
@@ -194,10 +195,10 @@ private:
                 if (settled.returned) {
                     send_to_unroutable(tag);
                 } else {
-                    options_.metrics->count_forwarded(1);
+                    metrics_.count_forwarded(1);
                 }
             } else if (destination == Destination::unroutable) {
-                options_.metrics->count_forwarded_unroutable(1);
+                metrics_.count_unroutable(1);
             }
             if (item.unconfirmed == 0 && !item.awaiting_probe) {
                 connection_.ack(kConsumeChannel, tag);
@@ -267,6 +268,7 @@ private:
     }
 
     const ForwarderOptions& options_;
+    ForwarderMetrics& metrics_;
     amqp::Connection connection_;
     std::map<std::uint64_t, InHand> in_hand_;  // by delivery tag on the forward queue
     amqp::ConfirmTracker<Publish> unconfirmed_;
@@ -288,8 +290,9 @@ std::optional<TargetedRelease> targeted_release(const Message& forwarded) {
 }
 
 void run_forwarder(const ForwarderOptions& options, std::stop_token stop) {
+    ForwarderMetrics metrics(options.metrics->registry());
     run_with_reconnect("forward", stop, [&] {
-        ForwardSession session(options);
+        ForwardSession session(options, metrics);
         session.run(stop);
     });
 }

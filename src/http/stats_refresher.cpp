@@ -11,6 +11,14 @@
 
 namespace hourglass::http {
 
+namespace {
+metrics::Gauge& add_jobs_gauge(metrics::Registry& registry, const std::string& state) {
+    return registry.add_gauge("hourglass_jobs",
+                              "Jobs per state, from the stats view (refreshed every few seconds).",
+                              {{"state", state}});
+}
+}  // namespace
+
 StatsRefresher::StatsRefresher(store::StoreOptions store, metrics::ServiceMetrics& metrics,
                                Milliseconds interval, Milliseconds silent_for)
     : store_options_(std::move(store)),
@@ -20,7 +28,14 @@ StatsRefresher::StatsRefresher(store::StoreOptions store, metrics::ServiceMetric
       instances_alive_(metrics.registry().add_gauge(
           "hourglass_instances_alive",
           "hourglass instances on this schema whose heartbeat is recent enough that nobody takes "
-          "over their claims (hourglass.instances)")) {
+          "over their claims (hourglass.instances)")),
+      jobs_pending_(add_jobs_gauge(metrics.registry(), "pending")),
+      jobs_enqueued_(add_jobs_gauge(metrics.registry(), "enqueued")),
+      jobs_done_(add_jobs_gauge(metrics.registry(), "done")),
+      jobs_cancelled_(add_jobs_gauge(metrics.registry(), "cancelled")),
+      oldest_pending_lag_seconds_(metrics.registry().add_gauge(
+          "hourglass_oldest_pending_lag_seconds",
+          "How overdue the oldest overdue pending job is (0 if none), from the stats view.")) {
     store_options_.open_connections = nullptr;  // not a pipeline component: not in /readyz
     store_options_.background = true;
     thread_ = std::jthread([this](std::stop_token stop) { refresh_until_stopped(stop); });
@@ -51,8 +66,11 @@ void StatsRefresher::refresh_until_stopped(std::stop_token stop) {
             const auto stats = store->stats();
             wait = next_stats_refresh(interval_, std::chrono::duration_cast<Milliseconds>(
                                                      std::chrono::steady_clock::now() - started));
-            metrics_.set_job_counts(stats.pending, stats.enqueued, stats.done, stats.cancelled);
-            metrics_.set_oldest_pending_lag_ms(stats.oldest_pending_lag_ms);
+            jobs_pending_.set(static_cast<double>(stats.pending));
+            jobs_enqueued_.set(static_cast<double>(stats.enqueued));
+            jobs_done_.set(static_cast<double>(stats.done));
+            jobs_cancelled_.set(static_cast<double>(stats.cancelled));
+            oldest_pending_lag_seconds_.set(static_cast<double>(stats.oldest_pending_lag_ms) / 1000.0);
             instances_alive_.set(static_cast<double>(store->live_instances(silent_for_)));
             const std::lock_guard lock(latest_mutex_);
             latest_ = Reading{stats, now_ms()};

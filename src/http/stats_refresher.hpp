@@ -26,8 +26,9 @@ Milliseconds next_stats_refresh(Milliseconds interval, Milliseconds last_read);
 
 class StatsRefresher {
 public:
-    // Registers hourglass_instances_alive in the metrics' registry: the instances that beat
-    // within `silent_for` (the loader's takeover time), for the dashboard and the alert.
+    // Registers its gauges in the metrics' registry: jobs per state and the oldest pending lag
+    // from the stats view, and hourglass_instances_alive, the instances that beat within
+    // `silent_for` (the loader's takeover time), for the dashboard and the alert.
     StatsRefresher(store::StoreOptions store, metrics::ServiceMetrics& metrics,
                    Milliseconds interval = Milliseconds{5000},
                    Milliseconds silent_for = Milliseconds{3000});
@@ -50,6 +51,11 @@ private:
     Milliseconds interval_;
     Milliseconds silent_for_;
     metrics::Gauge& instances_alive_;
+    metrics::Gauge& jobs_pending_;
+    metrics::Gauge& jobs_enqueued_;
+    metrics::Gauge& jobs_done_;
+    metrics::Gauge& jobs_cancelled_;
+    metrics::Gauge& oldest_pending_lag_seconds_;
     mutable std::mutex latest_mutex_;
     std::optional<Reading> latest_;
     std::jthread thread_;

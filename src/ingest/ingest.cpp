@@ -8,6 +8,7 @@
 #include "amqp/confirm_tracker.hpp"
 #include "common/retry.hpp"
 #include "common/text.hpp"
+#include "ingest/ingest_metrics.hpp"
 #include "store/errors.hpp"
 
 namespace hourglass::ingest {
@@ -47,9 +48,11 @@ std::string first_line(std::string_view text) {
 
 class IngestSession {
 public:
-    IngestSession(const IngestOptions& options, const WakeLoader& wake_loader)
+    IngestSession(const IngestOptions& options, const WakeLoader& wake_loader,
+                  IngestMetrics& metrics)
         : options_(options),
           wake_loader_(wake_loader),
+          metrics_(metrics),
           limits_(options.limits),
           store_(options.store),
           connection_(connection_options(options)) {
@@ -120,7 +123,7 @@ private:
     }
 
     void process_batch(std::stop_token stop) {
-        options_.metrics->count_received(batch_.size());
+        metrics_.count_received(batch_.size());
         std::vector<Command> commands;
         commands.reserve(batch_.size());
         for (const auto& received : batch_) {
@@ -177,7 +180,7 @@ private:
             }
         }
         connection_.ack(kConsumeChannel, batch_.back().delivery.delivery_tag, /*multiple=*/true);
-        options_.metrics->count_outcomes(outcomes);
+        metrics_.count_outcomes(outcomes);
         spdlog::debug("ingest: committed {} commands ({} rejected)", commands.size(), rejected);
         batch_.assign(std::make_move_iterator(arrived_meanwhile.begin()),
                       std::make_move_iterator(arrived_meanwhile.end()));
@@ -207,6 +210,7 @@ private:
 
     const IngestOptions& options_;
     const WakeLoader& wake_loader_;
+    IngestMetrics& metrics_;
     CommandLimits limits_;  // the options' limits, bounded by this connection's frame_max
     store::JobStore store_;
     amqp::Connection connection_;
@@ -264,8 +268,9 @@ Message rejected_message(const Message& command, const std::string& exchange,
 }
 
 void run_ingest(const IngestOptions& options, const WakeLoader& wake_loader, std::stop_token stop) {
+    IngestMetrics metrics(options.metrics->registry());
     run_with_reconnect("ingest", stop, [&] {
-        IngestSession session(options, wake_loader);
+        IngestSession session(options, wake_loader, metrics);
         session.run(stop);
     });
 }

@@ -46,10 +46,7 @@ Loader::Loader(LoaderOptions options, NextRunFunction next_run, LoaderSeams seam
       next_run_(std::move(next_run)),
       seams_(with_defaults(std::move(seams), options_)),
       leases_(options_.lease_timings),
-      clock_offset_seconds_(options_.metrics->registry().add_gauge(
-          "hourglass_clock_offset_seconds",
-          "PostgreSQL's clock minus this host's, measured at each heartbeat; due times are "
-          "compared on PostgreSQL's clock")),
+      metrics_(options_.metrics->registry()),
       ladder_(delay::DelayLadder::for_horizon(options_.horizon)) {}
 
 Loader::~Loader() = default;
@@ -139,7 +136,7 @@ void Loader::heartbeat_loop(std::stop_token stop) {
 // at start (cli) and logged here.
 void Loader::follow_database_clock(std::chrono::microseconds offset) {
     set_clock_offset(offset);
-    clock_offset_seconds_.set(std::chrono::duration<double>(offset).count());
+    metrics_.set_clock_offset(offset);
     const bool beyond = std::chrono::abs(offset) > options_.max_clock_offset;
     if (beyond && !clock_offset_reported_) {
         spdlog::error("loader: this host's clock is {} ms off PostgreSQL's (more than "
@@ -207,7 +204,7 @@ void Loader::claim_loop(std::stop_token stop) {
                 throw;
             }
             handed_over_total_ += handed_over.size();
-            options_.metrics->count_runs_enqueued(handed_over.size());
+            metrics_.count_runs_enqueued(handed_over.size());
             if (!handed_over.empty()) spdlog::debug("loader: {} runs handed over", handed_over.size());
 
             if (stop.stop_requested()) {
@@ -242,7 +239,7 @@ void Loader::claim_loop(std::stop_token stop) {
                         spdlog::warn("loader: publishing {} runs again: handed over, but not "
                                      "released {} ms after their due time",
                                      resent, options_.resend_after->count());
-                        options_.metrics->count_runs_resent(static_cast<std::size_t>(resent));
+                        metrics_.count_runs_resent(static_cast<std::size_t>(resent));
                     }
                     schedule(std::move(runs));
                     if (maybe_more) continue;
@@ -376,7 +373,7 @@ void Loader::publish_session(std::stop_token stop) {
 
     try {
         while (true) {
-            options_.metrics->set_unconfirmed_publishes(in_flight.size());
+            metrics_.set_unconfirmed_publishes(in_flight.size());
             std::vector<Scheduled> due_now;
             TimePoint next_publish = clock_now() + kIdleWait;
             // Only while this instance's claims are surely its own (live leases).
@@ -412,7 +409,7 @@ void Loader::publish_session(std::stop_token stop) {
                     give_back(unpublished);
                     throw;
                 }
-                options_.metrics->observe_handover_lateness(
+                metrics_.observe_handover_lateness(
                     std::chrono::duration_cast<std::chrono::microseconds>(now - scheduled.publish_at));
                 in_flight.published(sequence, std::move(scheduled));
             }
@@ -448,7 +445,7 @@ void Loader::publish_session(std::stop_token stop) {
         // Published or not, unconfirmed runs go back to the store: claimed again, at worst
         // released twice (at least once, SPEC §5).
         give_back(in_flight.take_unsettled());
-        options_.metrics->set_unconfirmed_publishes(0);
+        metrics_.set_unconfirmed_publishes(0);
         throw;
     }
     if (!in_flight.empty()) {

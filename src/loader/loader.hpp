@@ -28,6 +28,7 @@
 #include "hourglass/job.hpp"
 #include "hourglass/metrics.hpp"
 #include "loader/lease_keeper.hpp"
+#include "loader/loader_metrics.hpp"
 #include "loader/release_channel.hpp"
 #include "store/claim_store.hpp"
 #include "store/job_store.hpp"
@@ -118,7 +119,7 @@ private:
     NextRunFunction next_run_;
     LoaderSeams seams_;
     LeaseKeeper leases_;
-    metrics::Gauge& clock_offset_seconds_;
+    LoaderMetrics metrics_;
     bool clock_offset_reported_ = false;  // heartbeat thread only
     delay::DelayLadder ladder_;
 

@@ -8,6 +8,10 @@
 
 #include <thread>
 
+#include "audit/audit_metrics.hpp"
+#include "forward/forwarder_metrics.hpp"
+#include "ingest/ingest_metrics.hpp"
+#include "loader/loader_metrics.hpp"
 #include "support/prometheus_text.hpp"
 
 namespace hourglass::metrics {
@@ -151,14 +155,20 @@ TEST(ScopedGaugeIncrement, counts_while_alive_and_moves_its_count) {
 
 // --- the hourglass metrics ---------------------------------------------------------------------
 
-CommandOutcome outcome(CommandStatus status, std::string error = {}) {
-    return {status, std::nullopt, std::move(error)};
-}
-
-TEST(ServiceMetrics, exposition_is_valid_and_every_name_is_prefixed) {
+TEST(ServiceMetrics, every_component_in_one_registry_renders_valid_prefixed_exposition) {
     ServiceMetrics metrics;
+    const ingest::IngestMetrics ingest_metrics(metrics.registry());
+    const loader::LoaderMetrics loader_metrics(metrics.registry());
+    const audit::AuditMetrics audit_metrics(metrics.registry());
+    const forward::ForwarderMetrics forwarder_metrics(metrics.registry());
     const auto text = metrics.registry().render_prometheus();
     const auto parsed = prom::parse(text);
+    for (const auto* name : {"hourglass_build_info", "hourglass_connected",
+                             "hourglass_commands_total", "hourglass_runs_enqueued_total",
+                             "hourglass_release_lateness_seconds",
+                             "hourglass_releases_forwarded_total"}) {
+        EXPECT_NE(parsed.family(name), nullptr) << name;
+    }
     for (const auto& family : parsed.families) {
         EXPECT_TRUE(family.name.starts_with("hourglass_")) << family.name;
         EXPECT_EQ(family.type == "counter", family.name.ends_with("_total")) << family.name;
@@ -166,80 +176,10 @@ TEST(ServiceMetrics, exposition_is_valid_and_every_name_is_prefixed) {
     expect_promtool_accepts(text);
 }
 
-TEST(ServiceMetrics, command_outcomes_count_by_status_and_rejections_by_reason) {
+TEST(ServiceMetrics, a_component_registered_twice_on_one_registry_is_refused) {
     ServiceMetrics metrics;
-    metrics.count_received(5);
-    metrics.count_outcomes({outcome(CommandStatus::scheduled), outcome(CommandStatus::scheduled),
-                            outcome(CommandStatus::duplicate),
-                            outcome(CommandStatus::rejected, "x-delay: -5 (i32) is negative"),
-                            outcome(CommandStatus::rejected, "something nobody expected")});
-    const auto parsed = prom::parse(metrics.registry().render_prometheus());
-    EXPECT_EQ(parsed.value("hourglass_commands_received_total"), 5);
-    EXPECT_EQ(parsed.value("hourglass_commands_total", {{"status", "scheduled"}}), 2);
-    EXPECT_EQ(parsed.value("hourglass_commands_total", {{"status", "duplicate"}}), 1);
-    EXPECT_EQ(parsed.value("hourglass_commands_total", {{"status", "rejected"}}), 2);
-    EXPECT_EQ(parsed.value("hourglass_commands_total", {{"status", "cancelled"}}), 0);
-    EXPECT_EQ(parsed.value("hourglass_commands_rejected_total", {{"reason", "x-delay"}}), 1);
-    EXPECT_EQ(parsed.value("hourglass_commands_rejected_total", {{"reason", "other"}}), 1);
-}
-
-TEST(ServiceMetrics, rejection_reasons_are_a_fixed_set_whatever_the_errors) {
-    ServiceMetrics metrics;
-    const auto series_before = prom::parse(metrics.registry().render_prometheus())
-                                   .family("hourglass_commands_rejected_total")
-                                   ->samples.size();
-    std::vector<CommandOutcome> outcomes;
-    for (int i = 0; i < 100; ++i) {
-        outcomes.push_back(
-            outcome(CommandStatus::rejected, "x-custom-" + std::to_string(i) + ": bad"));
-    }
-    metrics.count_outcomes(outcomes);
-    const auto parsed = prom::parse(metrics.registry().render_prometheus());
-    EXPECT_EQ(parsed.family("hourglass_commands_rejected_total")->samples.size(), series_before);
-    EXPECT_EQ(parsed.value("hourglass_commands_rejected_total", {{"reason", "other"}}), 100);
-}
-
-TEST(ServiceMetrics, releases_feed_the_lateness_histogram_in_seconds) {
-    ServiceMetrics metrics;
-    metrics.count_releases(3, {0.4, 3.0, 1500.0});
-    const auto parsed = prom::parse(metrics.registry().render_prometheus());
-    EXPECT_EQ(parsed.value("hourglass_releases_observed_total"), 3);
-    EXPECT_EQ(parsed.value("hourglass_release_lateness_seconds_bucket", {{"le", "0.001"}}), 1);
-    EXPECT_EQ(parsed.value("hourglass_release_lateness_seconds_bucket", {{"le", "0.005"}}), 2);
-    EXPECT_EQ(parsed.value("hourglass_release_lateness_seconds_bucket", {{"le", "1"}}), 2);
-    EXPECT_EQ(parsed.value("hourglass_release_lateness_seconds_count"), 3);
-    EXPECT_DOUBLE_EQ(parsed.value("hourglass_release_lateness_seconds_sum"), 1.5034);
-}
-
-TEST(ServiceMetrics, handover_lateness_is_a_histogram_in_seconds_with_microsecond_input) {
-    ServiceMetrics metrics;
-    using std::chrono::microseconds;
-    metrics.observe_handover_lateness(microseconds{300});
-    metrics.observe_handover_lateness(microseconds{3000});
-    metrics.observe_handover_lateness(microseconds{2000000});
-    const auto parsed = prom::parse(metrics.registry().render_prometheus());
-    EXPECT_EQ(parsed.value("hourglass_handover_lateness_seconds_bucket", {{"le", "0.001"}}), 1);
-    EXPECT_EQ(parsed.value("hourglass_handover_lateness_seconds_bucket", {{"le", "0.005"}}), 2);
-    EXPECT_EQ(parsed.value("hourglass_handover_lateness_seconds_bucket", {{"le", "1"}}), 2);
-    EXPECT_EQ(parsed.value("hourglass_handover_lateness_seconds_count"), 3);
-    EXPECT_DOUBLE_EQ(parsed.value("hourglass_handover_lateness_seconds_sum"), 2.0033);
-    EXPECT_EQ(parsed.value("hourglass_release_lateness_seconds_count"), 0);
-}
-
-TEST(ServiceMetrics, gauges_from_the_stats_view_and_the_loader) {
-    ServiceMetrics metrics;
-    metrics.set_job_counts(7, 2, 40, 1);
-    metrics.set_oldest_pending_lag_ms(1500);
-    metrics.set_unconfirmed_publishes(12);
-    metrics.count_runs_enqueued(4);
-    const auto parsed = prom::parse(metrics.registry().render_prometheus());
-    EXPECT_EQ(parsed.value("hourglass_jobs", {{"state", "pending"}}), 7);
-    EXPECT_EQ(parsed.value("hourglass_jobs", {{"state", "enqueued"}}), 2);
-    EXPECT_EQ(parsed.value("hourglass_jobs", {{"state", "done"}}), 40);
-    EXPECT_EQ(parsed.value("hourglass_jobs", {{"state", "cancelled"}}), 1);
-    EXPECT_EQ(parsed.value("hourglass_oldest_pending_lag_seconds"), 1.5);
-    EXPECT_EQ(parsed.value("hourglass_unconfirmed_publishes"), 12);
-    EXPECT_EQ(parsed.value("hourglass_runs_enqueued_total"), 4);
+    const loader::LoaderMetrics loader_metrics(metrics.registry());
+    EXPECT_THROW(loader::LoaderMetrics{metrics.registry()}, std::invalid_argument);
 }
 
 TEST(ServiceMetrics, connections_are_tracked_per_component_and_peer) {

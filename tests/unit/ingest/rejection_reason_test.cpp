@@ -7,9 +7,9 @@
 
 #include "cron/recurrence.hpp"
 #include "hourglass/command.hpp"
-#include "hourglass/metrics.hpp"
+#include "ingest/ingest_metrics.hpp"
 
-namespace hourglass::metrics {
+namespace hourglass::ingest {
 namespace {
 
 const TimePoint kReceived = from_epoch_ms(1795339800000);
@@ -98,4 +98,4 @@ TEST(RejectionReason, every_reason_is_in_the_registered_list) {
 }
 
 }  // namespace
-}  // namespace hourglass::metrics
+}  // namespace hourglass::ingest

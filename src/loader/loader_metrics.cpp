@@ -1,0 +1,33 @@
+#include "loader/loader_metrics.hpp"
+
+namespace hourglass::loader {
+
+LoaderMetrics::LoaderMetrics(metrics::Registry& registry)
+    : runs_enqueued_(registry.add_counter(
+          "hourglass_runs_enqueued_total",
+          "Runs handed over to the delay queues (confirmed by the broker and recorded).")),
+      runs_resent_(registry.add_counter(
+          "hourglass_runs_resent_total",
+          "Runs published again because their release was not observed (see --resend-after).")),
+      handover_lateness_seconds_(registry.add_histogram(
+          "hourglass_handover_lateness_seconds",
+          "Publish time of a run into its delay queue minus the instant that releases it on time "
+          "(due minus the queue's TTL); the release is late by at least this.",
+          metrics::kLatenessBuckets)),
+      unconfirmed_publishes_(registry.add_gauge(
+          "hourglass_unconfirmed_publishes",
+          "Runs published to the delay queues and not yet confirmed by the broker.")),
+      clock_offset_seconds_(registry.add_gauge(
+          "hourglass_clock_offset_seconds",
+          "PostgreSQL's clock minus this host's, measured at each heartbeat; due times are "
+          "compared on PostgreSQL's clock")) {}
+
+void LoaderMetrics::observe_handover_lateness(std::chrono::microseconds lateness) noexcept {
+    handover_lateness_seconds_.observe(std::chrono::duration<double>(lateness).count());
+}
+
+void LoaderMetrics::set_clock_offset(std::chrono::microseconds offset) noexcept {
+    clock_offset_seconds_.set(std::chrono::duration<double>(offset).count());
+}
+
+}  // namespace hourglass::loader

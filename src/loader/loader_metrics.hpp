@@ -1,0 +1,36 @@
+// The loader's series (/metrics): runs handed over and re-sent, how late each hand-over was,
+// publishes awaiting a confirm, and the clock offset to PostgreSQL.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+
+#include "hourglass/metrics.hpp"
+
+namespace hourglass::loader {
+
+class LoaderMetrics {
+public:
+    // Registers the series in `registry`, once per service.
+    explicit LoaderMetrics(metrics::Registry& registry);
+
+    // Runs recorded as handed over to the delay topology (confirmed by the broker).
+    void count_runs_enqueued(std::size_t runs) noexcept { runs_enqueued_.increment(runs); }
+    void count_runs_resent(std::size_t runs) noexcept { runs_resent_.increment(runs); }
+    // How long after its publish instant (due − TTL) a run was published into a delay queue:
+    // its release is late by at least this, whatever the broker does.
+    void observe_handover_lateness(std::chrono::microseconds lateness) noexcept;
+    void set_unconfirmed_publishes(std::size_t publishes) noexcept {
+        unconfirmed_publishes_.set(static_cast<double>(publishes));
+    }
+    void set_clock_offset(std::chrono::microseconds offset) noexcept;
+
+private:
+    metrics::Counter& runs_enqueued_;
+    metrics::Counter& runs_resent_;
+    metrics::Histogram& handover_lateness_seconds_;
+    metrics::Gauge& unconfirmed_publishes_;
+    metrics::Gauge& clock_offset_seconds_;
+};
+
+}  // namespace hourglass::loader

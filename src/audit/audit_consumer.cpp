@@ -10,8 +10,6 @@
 namespace hourglass::audit {
 
 namespace {
-constexpr std::uint16_t kChannel = 1;
-
 std::optional<std::int64_t> integer_header(const Message& message, std::string_view name) {
     const auto* value = find_header(message.properties, name);
     if (value == nullptr) return std::nullopt;
@@ -33,17 +31,27 @@ const std::string* string_header(const Message& message, std::string_view name) 
 // The outages remembered, newest last: enough to cover redeliveries after a quick second one.
 constexpr std::size_t kOutagesKept = 8;
 
-void audit_session(const AuditOptions& options, AuditMetrics& metrics, std::stop_token stop,
-                   std::deque<BrokerOutage>& outages, bool& consuming) {
-    store::JobStore store(options.store);
-    auto connection_options = options.amqp;
-    connection_options.connection_name = "hourglass audit";
-    amqp::Connection connection(connection_options);
-    connection.open_channel(kChannel);
-    connection.set_prefetch(kChannel, options.prefetch);
-    connection.consume(kChannel, options.names.audit);
-    spdlog::info("audit: consuming {}", options.names.audit);
-    if (!outages.empty() && !outages.back().back_at) outages.back().back_at = now_ms();
+AuditSeams with_defaults(AuditSeams seams) {
+    if (!seams.open_store) {
+        seams.open_store = [](const store::StoreOptions& store_options) {
+            return std::make_unique<store::JobStore>(store_options);
+        };
+    }
+    if (!seams.open_feed) {
+        seams.open_feed = [](const AuditOptions& options) {
+            return open_release_feed(options.amqp, options.names.audit, options.prefetch);
+        };
+    }
+    if (!seams.now) seams.now = [] { return now_us(); };
+    return seams;
+}
+
+void audit_session(const AuditOptions& options, const AuditSeams& seams, AuditMetrics& metrics,
+                   std::stop_token stop, std::deque<BrokerOutage>& outages, bool& consuming) {
+    const auto store = seams.open_store(options.store);
+    const auto feed = seams.open_feed(options);
+    const auto now = [&] { return std::chrono::time_point_cast<Milliseconds>(seams.now()); };
+    if (!outages.empty() && !outages.back().back_at) outages.back().back_at = now();
     consuming = true;
     std::size_t doubted = 0;  // releases left to the re-send in this session
 
@@ -54,8 +62,8 @@ void audit_session(const AuditOptions& options, AuditMetrics& metrics, std::stop
     auto flush_at = kNoBatch;
     auto flush = [&] {
         if (last_tag == 0) return;
-        metrics.count_releases(batch.size(), store.record_releases(batch));
-        connection.ack(kChannel, last_tag, /*multiple=*/true);
+        metrics.count_releases(batch.size(), store->record_releases(batch));
+        feed->ack(last_tag, /*multiple=*/true);
         spdlog::debug("audit: recorded {} releases", batch.size());
         batch.clear();
         last_tag = 0;
@@ -68,10 +76,10 @@ void audit_session(const AuditOptions& options, AuditMetrics& metrics, std::stop
             wait = std::max(std::chrono::microseconds{0},
                             std::chrono::duration_cast<std::chrono::microseconds>(flush_at - Clock::now()));
         }
-        if (auto event = connection.next_event(wait)) {
+        if (auto event = feed->next_event(wait)) {
             auto* delivery = std::get_if<amqp::Delivery>(&*event);
             if (delivery == nullptr) continue;
-            const auto received_at = now_us();
+            const auto received_at = seams.now();
             if (auto release = observed_release(delivery->message, received_at)) {
                 if (options.doubt_releases_around_outages && !outages.empty() &&
                     released_while_the_broker_went_down(dead_lettered_at(delivery->message),
@@ -135,16 +143,18 @@ bool released_while_the_broker_went_down(std::optional<TimePoint> dead_lettered,
     });
 }
 
-void run_audit(const AuditOptions& options, std::stop_token stop) {
+void run_audit(const AuditOptions& options, std::stop_token stop, AuditSeams seams) {
+    seams = with_defaults(std::move(seams));
     AuditMetrics metrics(options.metrics->registry());
     std::deque<BrokerOutage> outages;
     bool consuming = false;  // the last session reached the point of consuming
     run_with_reconnect("audit", stop, [&] {
         try {
-            audit_session(options, metrics, stop, outages, consuming);
+            audit_session(options, seams, metrics, stop, outages, consuming);
         } catch (const amqp::Error&) {
             if (consuming) {  // lost the broker (not a failed reconnect attempt)
-                outages.push_back({now_ms(), std::nullopt});
+                outages.push_back(
+                    {std::chrono::time_point_cast<Milliseconds>(seams.now()), std::nullopt});
                 if (outages.size() > kOutagesKept) outages.pop_front();
             }
             consuming = false;

@@ -4,13 +4,17 @@
 #pragma once
 
 #include <deque>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <stop_token>
 
 #include "amqp/connection.hpp"
+#include "audit/release_feed.hpp"
 #include "delay/topology.hpp"
 #include "hourglass/metrics.hpp"
 #include "store/job_store.hpp"
+#include "store/release_store.hpp"
 
 namespace hourglass::audit {
 
@@ -55,6 +59,18 @@ std::optional<TimePoint> dead_lettered_at(const Message& message);
 bool released_while_the_broker_went_down(std::optional<TimePoint> dead_lettered,
                                          const std::deque<BrokerOutage>& outages) noexcept;
 
-void run_audit(const AuditOptions& options, std::stop_token stop);
+// What the audit reaches outside itself. Every member left empty means the real thing
+// (store::JobStore, the audit queue on an AMQP connection, the process's one clock); unit tests
+// inject fakes.
+struct AuditSeams {
+    std::function<std::unique_ptr<store::ReleaseStore>(const store::StoreOptions&)> open_store;
+    std::function<std::unique_ptr<ReleaseFeed>(const AuditOptions&)> open_feed;
+    // Release times and outage times are read on it (corrected to PostgreSQL's, SPEC §5).
+    std::function<std::chrono::sys_time<std::chrono::microseconds>()> now;
+};
+
+// Consumes the audit queue until `stop`, reconnecting with backoff; records releases in
+// batches of `batch_size`, or `batch_wait` after the first, and acks each batch once recorded.
+void run_audit(const AuditOptions& options, std::stop_token stop, AuditSeams seams = {});
 
 }  // namespace hourglass::audit

@@ -14,8 +14,6 @@
 namespace hourglass::ingest {
 
 namespace {
-constexpr std::uint16_t kConsumeChannel = 1;
-constexpr std::uint16_t kPublishChannel = 2;
 // A database error names the value it refused; keep the reason short (SPEC §3.3).
 constexpr std::size_t kMaxDatabaseReasonBytes = 300;
 
@@ -48,24 +46,19 @@ std::string first_line(std::string_view text) {
 
 class IngestSession {
 public:
-    IngestSession(const IngestOptions& options, const WakeLoader& wake_loader,
-                  IngestMetrics& metrics)
+    IngestSession(const IngestOptions& options, const IngestSeams& seams,
+                  const WakeLoader& wake_loader, IngestMetrics& metrics)
         : options_(options),
           wake_loader_(wake_loader),
           metrics_(metrics),
+          now_(seams.now),
           limits_(options.limits),
-          store_(options.store),
-          connection_(connection_options(options)) {
-        connection_.open_channel(kConsumeChannel);
-        connection_.open_channel(kPublishChannel);
-        connection_.enable_confirms(kPublishChannel);
-        connection_.set_prefetch(kConsumeChannel, options.prefetch);
-        connection_.consume(kConsumeChannel, options.names.input);
+          store_(seams.open_store(options.store)),
+          channel_(seams.open_channel(options)) {
         // What hourglass publishes must fit the frame_max the broker agreed to (SPEC §3.3).
-        max_properties_bytes_ = connection_.frame_max() - kContentHeaderOverhead;
+        max_properties_bytes_ = channel_->frame_max() - kContentHeaderOverhead;
         limits_.max_properties_bytes = std::min(
             limits_.max_properties_bytes, max_properties_bytes_ - kReleaseHeaderReserve);
-        spdlog::info("ingest: consuming {}", options.names.input);
     }
 
     void run(std::stop_token stop) {
@@ -76,16 +69,10 @@ public:
     }
 
 private:
-    static amqp::ConnectionOptions connection_options(const IngestOptions& options) {
-        auto result = options.amqp;
-        result.connection_name = "hourglass ingest";
-        return result;
-    }
-
     void take(amqp::Event&& event) {
         if (auto* delivery = std::get_if<amqp::Delivery>(&event)) {
             batch_bytes_ += delivery->message.body.size();
-            batch_.push_back({std::move(*delivery), now_ms()});
+            batch_.push_back({std::move(*delivery), now_()});
         } else if (const auto* confirm = std::get_if<amqp::Confirm>(&event)) {
             for (const auto& settled : publications_.settle(*confirm)) {
                 if (settled.ack) continue;
@@ -113,7 +100,7 @@ private:
                 wait = std::max(std::chrono::microseconds{0},
                                 std::chrono::duration_cast<std::chrono::microseconds>(left));
             }
-            auto event = connection_.next_event(wait);
+            auto event = channel_->next_event(wait);
             if (event) {
                 take(std::move(*event));
             } else if (!batch_.empty()) {
@@ -131,12 +118,12 @@ private:
                                              limits_, generate_uuid));
         }
         const auto outcomes = apply_isolating(
-            commands, [this](std::span<const Command> part) { return store_.apply(part); });
+            commands, [this](std::span<const Command> part) { return store_->apply(part); });
 
         record_rejections(commands, outcomes);
 
         bool wake = false;
-        const auto horizon_end = now_ms() + options_.horizon;
+        const auto horizon_end = now_() + options_.horizon;
         std::size_t rejected = 0;
         for (std::size_t i = 0; i < commands.size(); ++i) {
             const auto& outcome = outcomes[i];
@@ -145,16 +132,14 @@ private:
                 spdlog::info("ingest: rejected a command (id {}): {}", quote_value(commands[i].id, 64),
                              outcome.error);
                 publications_.published(
-                    connection_.publish(kPublishChannel,
-                                        rejected_message(batch_[i].delivery.message,
-                                                         options_.names.rejected, outcome.error,
-                                                         max_properties_bytes_)),
+                    channel_->publish(rejected_message(batch_[i].delivery.message,
+                                                       options_.names.rejected, outcome.error,
+                                                       max_properties_bytes_)),
                     Publication::rejection);
             }
             if (commands[i].reply_to) {
                 publications_.published(
-                    connection_.publish(kPublishChannel,
-                                        receipt_message(*commands[i].reply_to, commands[i], outcome)),
+                    channel_->publish(receipt_message(*commands[i].reply_to, commands[i], outcome)),
                     Publication::receipt);
             }
             if ((outcome.status == CommandStatus::scheduled ||
@@ -170,16 +155,16 @@ private:
         while (!publications_.empty()) {
             // Left unacked: the broker delivers the batch again to whoever consumes next.
             if (stop.stop_requested()) throw amqp::ConnectionError("stopping before confirms");
-            if (auto event = connection_.next_event(std::chrono::milliseconds{100})) {
+            if (auto event = channel_->next_event(std::chrono::milliseconds{100})) {
                 if (auto* delivery = std::get_if<amqp::Delivery>(&*event)) {
                     arrived_bytes += delivery->message.body.size();
-                    arrived_meanwhile.push_back({std::move(*delivery), now_ms()});
+                    arrived_meanwhile.push_back({std::move(*delivery), now_()});
                 } else {
                     take(std::move(*event));
                 }
             }
         }
-        connection_.ack(kConsumeChannel, batch_.back().delivery.delivery_tag, /*multiple=*/true);
+        channel_->ack_through(batch_.back().delivery.delivery_tag);
         metrics_.count_outcomes(outcomes);
         spdlog::debug("ingest: committed {} commands ({} rejected)", commands.size(), rejected);
         batch_.assign(std::make_move_iterator(arrived_meanwhile.begin()),
@@ -200,7 +185,7 @@ private:
                                   outcomes[i].error});
         }
         try {
-            store_.record_rejections(rejections);
+            store_->record_rejections(rejections);
         } catch (const std::exception& failure) {
             if (store::classify_failure(failure) == store::FailureKind::transient) throw;
             spdlog::warn("ingest: could not record {} rejections for the console: {}",
@@ -211,9 +196,10 @@ private:
     const IngestOptions& options_;
     const WakeLoader& wake_loader_;
     IngestMetrics& metrics_;
+    const std::function<TimePoint()>& now_;
     CommandLimits limits_;  // the options' limits, bounded by this connection's frame_max
-    store::JobStore store_;
-    amqp::Connection connection_;
+    std::unique_ptr<store::CommandStore> store_;
+    std::unique_ptr<CommandChannel> channel_;
     std::size_t max_properties_bytes_ = 0;
     std::vector<Received> batch_;
     std::size_t batch_bytes_ = 0;
@@ -267,10 +253,23 @@ Message rejected_message(const Message& command, const std::string& exchange,
     return rejected;
 }
 
-void run_ingest(const IngestOptions& options, const WakeLoader& wake_loader, std::stop_token stop) {
+void run_ingest(const IngestOptions& options, const WakeLoader& wake_loader, std::stop_token stop,
+                IngestSeams seams) {
+    if (!seams.open_store) {
+        seams.open_store = [](const store::StoreOptions& store_options) {
+            return std::make_unique<store::JobStore>(store_options);
+        };
+    }
+    if (!seams.open_channel) {
+        seams.open_channel = [](const IngestOptions& ingest_options) {
+            return open_command_channel(ingest_options.amqp, ingest_options.names.input,
+                                        ingest_options.prefetch);
+        };
+    }
+    if (!seams.now) seams.now = [] { return now_ms(); };
     IngestMetrics metrics(options.metrics->registry());
     run_with_reconnect("ingest", stop, [&] {
-        IngestSession session(options, wake_loader, metrics);
+        IngestSession session(options, seams, wake_loader, metrics);
         session.run(stop);
     });
 }

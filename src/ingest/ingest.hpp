@@ -13,6 +13,8 @@
 #include "delay/topology.hpp"
 #include "hourglass/command.hpp"
 #include "hourglass/metrics.hpp"
+#include "ingest/command_channel.hpp"
+#include "store/command_store.hpp"
 #include "store/job_store.hpp"
 
 namespace hourglass::ingest {
@@ -37,7 +39,20 @@ struct IngestOptions {
 // Called after a commit when an accepted job is due within the horizon.
 using WakeLoader = std::function<void()>;
 
-void run_ingest(const IngestOptions& options, const WakeLoader& wake_loader, std::stop_token stop);
+// What ingest reaches outside itself. Every member left empty means the real thing
+// (store::JobStore, <prefix>.in on an AMQP connection, the process's one clock); unit tests
+// inject fakes.
+struct IngestSeams {
+    std::function<std::unique_ptr<store::CommandStore>(const store::StoreOptions&)> open_store;
+    std::function<std::unique_ptr<CommandChannel>(const IngestOptions&)> open_channel;
+    // When a command was received (x-delay counts from it) and where the horizon ends.
+    std::function<TimePoint()> now;
+};
+
+// Consumes <prefix>.in until `stop`, reconnecting with backoff: commands are applied in
+// batches, and a batch is acked once committed and once its rejected copies are confirmed.
+void run_ingest(const IngestOptions& options, const WakeLoader& wake_loader, std::stop_token stop,
+                IngestSeams seams = {});
 
 // The message published to hourglass.rejected for a rejected command: the command unchanged
 // plus the x-hourglass-error header. If its properties would take more than

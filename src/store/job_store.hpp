@@ -16,6 +16,8 @@
 #include "hourglass/job.hpp"
 #include "hourglass/metrics.hpp"
 #include "store/claim_store.hpp"
+#include "store/command_store.hpp"
+#include "store/release_store.hpp"
 
 #include <pqxx/connection>
 
@@ -32,19 +34,12 @@ struct StoreOptions {
     bool background = false;
 };
 
-// A rejected command as the console lists it (migration 008). The store escapes every value
-// (printable ASCII, as in the logs) and cuts it short: the command may hold any bytes.
-struct RecordedRejection {
-    std::string job_id;  // may be empty (no message_id)
-    std::string routing_key;
-    std::string reason;
-};
 inline constexpr std::size_t kMaxRejectionReasonBytes = 1000;
 // The newest rejections retention keeps whatever their age, so a flood of bad commands cannot
 // grow the table without bound.
 inline constexpr std::size_t kKeptRejections = 100000;
 
-class JobStore final : public ClaimStore {
+class JobStore final : public ClaimStore, public CommandStore, public ReleaseStore {
 public:
     explicit JobStore(const StoreOptions& options);
     ~JobStore();
@@ -53,7 +48,7 @@ public:
 
     // Applies commands in order in one transaction; outcome i belongs to command i.
     // Rejections are passed through (outcome `rejected`) without touching the database.
-    std::vector<CommandOutcome> apply(std::span<const Command> commands);
+    std::vector<CommandOutcome> apply(std::span<const Command> commands) override;
 
     // Claims up to `limit` pending runs due at or before `horizon_end` (and runs whose lease
     // held by another owner expired), leasing them to `owner` for `lease`. Safe with
@@ -86,7 +81,7 @@ public:
     void leave(const std::string& owner) override;
     // Records releases seen by the audit consumer; returns the lateness_ms of each release
     // recorded (releases of unknown jobs are skipped).
-    std::vector<double> record_releases(const std::vector<ObservedRelease>& releases);
+    std::vector<double> record_releases(const std::vector<ObservedRelease>& releases) override;
 
     Stats stats();
     // Instances that beat within `silent_for` (those another instance would not take over).
@@ -100,7 +95,7 @@ public:
     // lock. A batch is bounded in time (statement_timeout).
     std::optional<std::size_t> prune_ended(Milliseconds retention, std::size_t limit);
     // Records rejected commands for the console.
-    void record_rejections(const std::vector<RecordedRejection>& rejections);
+    void record_rejections(const std::vector<RecordedRejection>& rejections) override;
     // Deletes at most `limit` of the oldest rejections that are older than `retention` (none
     // when nullopt) or beyond the newest `keep`; returns how many went.
     std::size_t prune_rejections(std::optional<Milliseconds> retention, std::size_t keep,

@@ -6,11 +6,13 @@
 #include <deque>
 
 #include "audit/audit_consumer.hpp"
+#include "released_copies.hpp"
 
 namespace hourglass::audit {
 namespace {
 
 using namespace std::chrono_literals;
+using testing::death;
 
 const TimePoint kLost{std::chrono::sys_days{std::chrono::year{2026} / 11 / 25}.time_since_epoch() + 12h};
 
@@ -19,13 +21,6 @@ Message dead_lettered(FieldArray deaths) {
     message.properties.headers = FieldTable{{"x-hourglass-id", std::string("a")},
                                             {"x-death", std::move(deaths)}};
     return message;
-}
-
-FieldTable death(std::uint64_t seconds) {
-    return FieldTable{{"count", std::int64_t{1}},
-                      {"reason", std::string("expired")},
-                      {"queue", std::string("hourglass.delay.2000")},
-                      {"time", Timestamp{seconds}}};
 }
 
 TEST(BrokerOutage, reads_the_time_of_the_newest_x_death_entry) {

@@ -1,0 +1,31 @@
+// What ingest needs from the store: applying commands and keeping rejections for the console.
+// store::JobStore implements it over PostgreSQL; unit tests of the ingest session give it a
+// fake, so ack-after-commit and the handling of refusals are tested without a database.
+#pragma once
+
+#include <span>
+#include <string>
+#include <vector>
+
+#include "hourglass/command.hpp"
+
+namespace hourglass::store {
+
+// A rejected command as the console lists it (migration 008). The store escapes every value
+// (printable ASCII, as in the logs) and cuts it short: the command may hold any bytes.
+struct RecordedRejection {
+    std::string job_id;  // may be empty (no message_id)
+    std::string routing_key;
+    std::string reason;
+};
+
+class CommandStore {
+public:
+    virtual ~CommandStore() = default;
+    // Applies commands in order in one transaction; outcome i belongs to command i.
+    virtual std::vector<CommandOutcome> apply(std::span<const Command> commands) = 0;
+    // Keeps rejections for the console's list of recent ones.
+    virtual void record_rejections(const std::vector<RecordedRejection>& rejections) = 0;
+};
+
+}  // namespace hourglass::store

@@ -1,0 +1,269 @@
+// The audit session with a fake queue and a fake store (AuditSeams): releases are recorded in
+// batches, each batch acked only after it is recorded, nothing acked when the database refuses,
+// stray messages acked without a record, and copies dead-lettered while the broker went down
+// left to the loader's re-send.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <variant>
+#include <vector>
+
+#include "audit/audit_consumer.hpp"
+#include "released_copies.hpp"
+
+namespace hourglass::audit {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::death;
+using testing::released_copy;
+using Micros = std::chrono::sys_time<std::chrono::microseconds>;
+
+// 2026-11-25T12:00:00Z, the fake clock's start.
+constexpr std::int64_t kNoonSeconds = 1795608000;
+const Micros kNoon{std::chrono::seconds{kNoonSeconds}};
+
+struct LoseConnection {};
+
+// The audit queue and the database as the fakes share them; `log` is what happened, in order.
+struct FakeWorld {
+    std::mutex mutex;
+    std::deque<std::variant<Message, LoseConnection>> queue;
+    std::vector<std::string> log;  // "record a,b", "ack 3"
+    std::vector<std::string> recorded_ids;
+    bool database_reachable = true;
+    int feeds_opened = 0;
+    std::atomic<std::int64_t> now_us{kNoon.time_since_epoch().count()};
+
+    void deliver(Message message) {
+        std::lock_guard lock(mutex);
+        queue.emplace_back(std::move(message));
+    }
+    void lose_connection() {
+        std::lock_guard lock(mutex);
+        queue.emplace_back(LoseConnection{});
+    }
+    std::vector<std::string> events() {
+        std::lock_guard lock(mutex);
+        return log;
+    }
+};
+
+// A consumer's channel: delivery tags count from 1, and what it did not ack goes back to the
+// queue, in order, when it closes (as the broker requeues on a lost connection).
+class FakeFeed final : public ReleaseFeed {
+public:
+    explicit FakeFeed(FakeWorld& world) : world_(world) {}
+    ~FakeFeed() override {
+        std::lock_guard lock(world_.mutex);
+        for (auto it = unacked_.rbegin(); it != unacked_.rend(); ++it) {
+            world_.queue.emplace_front(std::move(it->second));
+        }
+    }
+    std::optional<amqp::Event> next_event(std::chrono::microseconds timeout) override {
+        {
+            std::lock_guard lock(world_.mutex);
+            if (!world_.queue.empty()) {
+                auto next = std::move(world_.queue.front());
+                world_.queue.pop_front();
+                if (std::holds_alternative<LoseConnection>(next)) {
+                    throw amqp::ConnectionError("connection lost");
+                }
+                amqp::Delivery delivery;
+                delivery.delivery_tag = ++last_tag_;
+                delivery.message = std::get<Message>(std::move(next));
+                unacked_.emplace_back(delivery.delivery_tag, delivery.message);
+                return amqp::Event{std::move(delivery)};
+            }
+        }
+        std::this_thread::sleep_for(std::min<std::chrono::microseconds>(timeout, 1ms));
+        return std::nullopt;
+    }
+    void ack(std::uint64_t delivery_tag, bool multiple) override {
+        std::lock_guard lock(world_.mutex);
+        world_.log.push_back("ack " + std::to_string(delivery_tag) + (multiple ? "" : " single"));
+        std::erase_if(unacked_, [&](const auto& entry) {
+            return multiple ? entry.first <= delivery_tag : entry.first == delivery_tag;
+        });
+    }
+
+private:
+    FakeWorld& world_;
+    std::uint64_t last_tag_ = 0;
+    std::vector<std::pair<std::uint64_t, Message>> unacked_;
+};
+
+class FakeStore final : public store::ReleaseStore {
+public:
+    explicit FakeStore(FakeWorld& world) : world_(world) {}
+    std::vector<double> record_releases(const std::vector<ObservedRelease>& releases) override {
+        std::lock_guard lock(world_.mutex);
+        if (!world_.database_reachable) throw std::runtime_error("database unreachable");
+        std::string ids;
+        for (const auto& release : releases) {
+            ids += (ids.empty() ? "" : ",") + release.id;
+            world_.recorded_ids.push_back(release.id);
+        }
+        world_.log.push_back("record " + ids);
+        return std::vector<double>(releases.size(), 1.0);
+    }
+
+private:
+    FakeWorld& world_;
+};
+
+class AuditSessionTest : public ::testing::Test {
+protected:
+    FakeWorld world;
+    AuditOptions options;
+    std::jthread audit;
+    std::stop_source stop;
+    // Runs when the fake feed opens the n-th time (1 = the first session).
+    std::function<void(int)> on_feed_opened = [](int) {};
+
+    void start() {
+        AuditSeams seams;
+        seams.open_store = [this](const store::StoreOptions&) {
+            return std::make_unique<FakeStore>(world);
+        };
+        seams.open_feed = [this](const AuditOptions&) {
+            int opened;
+            {
+                std::lock_guard lock(world.mutex);
+                opened = ++world.feeds_opened;
+            }
+            on_feed_opened(opened);
+            return std::make_unique<FakeFeed>(world);
+        };
+        seams.now = [this] { return Micros{std::chrono::microseconds{world.now_us.load()}}; };
+        audit = std::jthread([this, seams] { run_audit(options, stop.get_token(), seams); });
+    }
+    void finish() {
+        stop.request_stop();
+        if (audit.joinable()) audit.join();
+    }
+    // A failed ASSERT leaves the session running: stop it so the next test can start.
+    void TearDown() override { finish(); }
+    // Waits (at most 5 s) until `done` holds over the events so far.
+    template <typename Predicate>
+    bool eventually(Predicate done) {
+        const auto deadline = std::chrono::steady_clock::now() + 5s;
+        while (std::chrono::steady_clock::now() < deadline) {
+            if (done(world.events())) return true;
+            std::this_thread::sleep_for(2ms);
+        }
+        return false;
+    }
+    static auto has_size(std::size_t n) {
+        return [n](const std::vector<std::string>& events) { return events.size() >= n; };
+    }
+};
+
+TEST_F(AuditSessionTest, releases_arriving_together_are_recorded_after_batch_wait_then_acked) {
+    options.batch_wait = 20ms;
+    for (const auto* id : {"a", "b", "c"}) world.deliver(released_copy(id));
+    start();
+    ASSERT_TRUE(eventually([](const auto& events) {
+        return !events.empty() && events.back() == "ack 3";
+    }));
+    finish();
+    // Usually one batch; a slow machine may split it, but every ack follows its record.
+    const auto events = world.events();
+    ASSERT_EQ(events.size() % 2, 0u);
+    for (std::size_t i = 0; i < events.size(); i += 2) {
+        EXPECT_TRUE(events[i].starts_with("record ")) << events[i];
+        EXPECT_TRUE(events[i + 1].starts_with("ack ")) << events[i + 1];
+    }
+    EXPECT_EQ(world.recorded_ids, (std::vector<std::string>{"a", "b", "c"}));
+}
+
+TEST_F(AuditSessionTest, a_full_batch_is_recorded_at_once_and_the_rest_waits_for_batch_wait) {
+    options.batch_size = 2;
+    options.batch_wait = 1h;
+    for (const auto* id : {"a", "b", "c", "d", "e"}) world.deliver(released_copy(id));
+    start();
+    ASSERT_TRUE(eventually(has_size(4)));
+    std::this_thread::sleep_for(50ms);
+    EXPECT_EQ(world.events(),
+              (std::vector<std::string>{"record a,b", "ack 2", "record c,d", "ack 4"}));
+    finish();  // a stop records and acks what is in hand
+    EXPECT_EQ(world.events(), (std::vector<std::string>{"record a,b", "ack 2", "record c,d",
+                                                        "ack 4", "record e", "ack 5"}));
+}
+
+TEST_F(AuditSessionTest, nothing_is_acked_while_the_database_refuses_and_all_is_recorded_after) {
+    options.batch_size = 2;
+    options.batch_wait = 1h;
+    world.database_reachable = false;
+    world.deliver(released_copy("a"));
+    world.deliver(released_copy("b"));
+    start();
+    ASSERT_TRUE(eventually([&](const auto&) {
+        std::lock_guard lock(world.mutex);
+        return world.feeds_opened >= 2;  // the failed batch ended the session: reconnected
+    }));
+    EXPECT_TRUE(world.events().empty());
+    {
+        std::lock_guard lock(world.mutex);
+        world.database_reachable = true;
+    }
+    // The copies went back to the queue with the lost session; the next one records them.
+    ASSERT_TRUE(eventually(has_size(2)));
+    finish();
+    EXPECT_EQ(world.events(), (std::vector<std::string>{"record a,b", "ack 2"}));
+}
+
+TEST_F(AuditSessionTest, a_message_without_hourglass_headers_is_acked_with_the_batch_unrecorded) {
+    options.batch_size = 1;
+    options.batch_wait = 1h;
+    world.deliver(released_copy("stray", {}, /*with_headers=*/false));
+    world.deliver(released_copy("a"));
+    start();
+    ASSERT_TRUE(eventually(has_size(2)));
+    finish();
+    EXPECT_EQ(world.events(), (std::vector<std::string>{"record a", "ack 2"}));
+}
+
+TEST_F(AuditSessionTest, copies_dead_lettered_while_the_broker_went_down_are_acked_unrecorded) {
+    options.batch_size = 3;
+    options.batch_wait = 1h;
+    // The audit loses the broker at noon and consumes again at 12:00:30.
+    on_feed_opened = [this](int opened) {
+        if (opened == 2) world.now_us = (kNoon + 30s).time_since_epoch().count();
+    };
+    world.deliver(released_copy("before", {death(kNoonSeconds - 60)}));
+    world.lose_connection();
+    world.deliver(released_copy("at-the-loss", {death(kNoonSeconds)}));
+    world.deliver(released_copy("while-down", {death(kNoonSeconds + 20)}));
+    world.deliver(released_copy("after", {death(kNoonSeconds + 31)}));
+    world.deliver(released_copy("no-x-death"));
+    start();
+    ASSERT_TRUE(eventually(has_size(2)));
+    finish();
+    // "before" came back with the lost session; the two copies dead-lettered from 2 s before
+    // the loss until the audit was back are acked and left enqueued, for the re-send.
+    EXPECT_EQ(world.events(),
+              (std::vector<std::string>{"record before,after,no-x-death", "ack 5"}));
+}
+
+TEST_F(AuditSessionTest, with_quorum_delay_queues_nothing_is_doubted_after_an_outage) {
+    options.batch_size = 1;
+    options.batch_wait = 1h;
+    options.doubt_releases_around_outages = false;
+    on_feed_opened = [this](int opened) {
+        if (opened == 2) world.now_us = (kNoon + 30s).time_since_epoch().count();
+    };
+    world.lose_connection();
+    world.deliver(released_copy("while-down", {death(kNoonSeconds + 20)}));
+    start();
+    ASSERT_TRUE(eventually(has_size(2)));
+    finish();
+    EXPECT_EQ(world.events(), (std::vector<std::string>{"record while-down", "ack 1"}));
+}
+
+}  // namespace
+}  // namespace hourglass::audit

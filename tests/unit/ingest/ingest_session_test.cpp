@@ -1,0 +1,315 @@
+// The ingest session with a fake broker channel and a fake store (IngestSeams): a batch is
+// acked once, after it is committed and after its rejected copies are confirmed; nothing is
+// acked when the database or the broker refuses; x-delay counts from the receive time; the
+// loader is woken only for jobs due within the horizon.
+#include <gtest/gtest.h>
+
+#include <deque>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ingest/ingest.hpp"
+
+namespace hourglass::ingest {
+namespace {
+
+using namespace std::chrono_literals;
+
+const TimePoint kNoon{std::chrono::sys_days{std::chrono::year{2026} / 11 / 25}.time_since_epoch() +
+                      12h};
+
+// The broker and the database as the fakes share them; `log` is what happened, in order.
+struct FakeWorld {
+    std::mutex mutex;
+    std::deque<Message> queue;  // <prefix>.in
+    std::vector<std::string> log;  // "apply 3", "publish hourglass.rejected", "confirm 1", "ack 3"
+    std::vector<Message> published;
+    std::vector<ScheduleCommand> stored;
+    bool database_reachable = true;
+    bool refuse_publishes = false;  // basic.nack every publish
+    int channels_opened = 0;
+
+    void send(Message command) {
+        std::lock_guard lock(mutex);
+        queue.push_back(std::move(command));
+    }
+    std::vector<std::string> events() {
+        std::lock_guard lock(mutex);
+        return log;
+    }
+};
+
+// One connection: delivery tags and publish sequence numbers count from 1; commands not acked
+// go back to the queue when it closes; each publish is confirmed (or refused) on the next read.
+class FakeChannel final : public CommandChannel {
+public:
+    explicit FakeChannel(FakeWorld& world) : world_(world) {}
+    ~FakeChannel() override {
+        std::lock_guard lock(world_.mutex);
+        for (auto it = unacked_.rbegin(); it != unacked_.rend(); ++it) {
+            world_.queue.push_front(std::move(it->second));
+        }
+    }
+    std::optional<amqp::Event> next_event(std::chrono::microseconds timeout) override {
+        {
+            std::lock_guard lock(world_.mutex);
+            if (!pending_confirms_.empty()) {
+                amqp::Confirm confirm;
+                confirm.delivery_tag = pending_confirms_.front();
+                confirm.ack = !world_.refuse_publishes;
+                pending_confirms_.pop_front();
+                world_.log.push_back((confirm.ack ? "confirm " : "nack ") +
+                                     std::to_string(confirm.delivery_tag));
+                return amqp::Event{confirm};
+            }
+            if (!world_.queue.empty()) {
+                amqp::Delivery delivery;
+                delivery.delivery_tag = ++last_tag_;
+                delivery.message = std::move(world_.queue.front());
+                world_.queue.pop_front();
+                unacked_.emplace_back(delivery.delivery_tag, delivery.message);
+                return amqp::Event{std::move(delivery)};
+            }
+        }
+        std::this_thread::sleep_for(std::min<std::chrono::microseconds>(timeout, 1ms));
+        return std::nullopt;
+    }
+    std::uint64_t publish(const Message& message) override {
+        std::lock_guard lock(world_.mutex);
+        world_.log.push_back("publish " + (message.exchange.empty() ? "reply " + message.routing_key
+                                                                    : message.exchange));
+        world_.published.push_back(message);
+        pending_confirms_.push_back(++sequence_);
+        return sequence_;
+    }
+    void ack_through(std::uint64_t delivery_tag) override {
+        std::lock_guard lock(world_.mutex);
+        world_.log.push_back("ack " + std::to_string(delivery_tag));
+        std::erase_if(unacked_, [&](const auto& entry) { return entry.first <= delivery_tag; });
+    }
+    std::size_t frame_max() const override { return 131072; }
+
+private:
+    FakeWorld& world_;
+    std::uint64_t last_tag_ = 0;
+    std::uint64_t sequence_ = 0;
+    std::deque<std::uint64_t> pending_confirms_;
+    std::vector<std::pair<std::uint64_t, Message>> unacked_;
+};
+
+// Schedules everything as new jobs; rejections pass through, as in store::JobStore.
+class FakeStore final : public store::CommandStore {
+public:
+    explicit FakeStore(FakeWorld& world) : world_(world) {}
+    std::vector<CommandOutcome> apply(std::span<const Command> commands) override {
+        std::lock_guard lock(world_.mutex);
+        if (!world_.database_reachable) throw std::runtime_error("connection to server lost");
+        world_.log.push_back("apply " + std::to_string(commands.size()));
+        std::vector<CommandOutcome> outcomes;
+        for (const auto& command : commands) {
+            if (const auto* rejection = std::get_if<Rejection>(&command.action)) {
+                outcomes.push_back({CommandStatus::rejected, std::nullopt, rejection->error});
+            } else if (const auto* schedule = std::get_if<ScheduleCommand>(&command.action)) {
+                world_.stored.push_back(*schedule);
+                outcomes.push_back({CommandStatus::scheduled, schedule->due_at, {}});
+            } else {
+                outcomes.push_back({CommandStatus::not_found, std::nullopt, {}});
+            }
+        }
+        return outcomes;
+    }
+    void record_rejections(const std::vector<store::RecordedRejection>& rejections) override {
+        std::lock_guard lock(world_.mutex);
+        if (!rejections.empty()) {
+            world_.log.push_back("keep " + std::to_string(rejections.size()) + " rejections");
+        }
+    }
+
+private:
+    FakeWorld& world_;
+};
+
+Message command(const std::string& id, FieldTable headers) {
+    Message message;
+    message.exchange = "hourglass.in";
+    message.routing_key = "jobs." + id;
+    message.body = "body of " + id;
+    message.properties.message_id = id;
+    message.properties.headers = std::move(headers);
+    return message;
+}
+
+Message delayed(const std::string& id, std::int64_t delay_ms) {
+    return command(id, {{"x-delay", delay_ms}});
+}
+
+class IngestSessionTest : public ::testing::Test {
+protected:
+    FakeWorld world;
+    IngestOptions options;
+    std::stop_source stop;
+    std::jthread ingest;
+    std::atomic<int> wakes{0};
+
+    void start() {
+        IngestSeams seams;
+        seams.open_store = [this](const store::StoreOptions&) {
+            return std::make_unique<FakeStore>(world);
+        };
+        seams.open_channel = [this](const IngestOptions&) {
+            {
+                std::lock_guard lock(world.mutex);
+                ++world.channels_opened;
+            }
+            return std::make_unique<FakeChannel>(world);
+        };
+        seams.now = [] { return kNoon; };
+        ingest = std::jthread([this, seams] {
+            run_ingest(options, [this] { ++wakes; }, stop.get_token(), seams);
+        });
+    }
+    void finish() {
+        stop.request_stop();
+        if (ingest.joinable()) ingest.join();
+    }
+    // A failed ASSERT leaves the session running: stop it so the next test can start.
+    void TearDown() override { finish(); }
+    template <typename Predicate>
+    bool eventually(Predicate done) {
+        const auto deadline = std::chrono::steady_clock::now() + 5s;
+        while (std::chrono::steady_clock::now() < deadline) {
+            if (done(world.events())) return true;
+            std::this_thread::sleep_for(2ms);
+        }
+        return false;
+    }
+    static auto ends_with(std::string last) {
+        return [last](const std::vector<std::string>& events) {
+            return !events.empty() && events.back() == last;
+        };
+    }
+};
+
+TEST_F(IngestSessionTest, a_batch_is_committed_then_acked_once_and_x_delay_counts_from_receipt) {
+    options.batch_size = 3;
+    options.batch_wait = 1h;
+    world.send(delayed("a", 1000));
+    world.send(delayed("b", 2000));
+    world.send(delayed("c", 3000));
+    start();
+    ASSERT_TRUE(eventually(ends_with("ack 3")));
+    finish();
+    EXPECT_EQ(world.events(), (std::vector<std::string>{"apply 3", "ack 3"}));
+    ASSERT_EQ(world.stored.size(), 3u);
+    EXPECT_EQ(world.stored[0].id, "a");
+    EXPECT_EQ(world.stored[0].due_at, kNoon + 1s);
+    EXPECT_EQ(world.stored[2].due_at, kNoon + 3s);
+    EXPECT_EQ(world.stored[1].accepted_at, kNoon);
+}
+
+TEST_F(IngestSessionTest, a_rejected_command_is_acked_only_after_its_copy_is_confirmed) {
+    options.batch_size = 2;
+    options.batch_wait = 1h;
+    world.send(delayed("good", 1000));
+    world.send(command("bad", {{"x-delay", std::string("soon")}}));
+    start();
+    ASSERT_TRUE(eventually(ends_with("ack 2")));
+    finish();
+    EXPECT_EQ(world.events(),
+              (std::vector<std::string>{"apply 2", "keep 1 rejections", "publish hourglass.rejected",
+                                        "confirm 1", "ack 2"}));
+    ASSERT_EQ(world.published.size(), 1u);
+    const auto* error = find_header(world.published[0].properties, header::kError);
+    ASSERT_NE(error, nullptr);
+    EXPECT_TRUE(std::get<std::string>(error->value).starts_with("x-delay")) << std::get<std::string>(error->value);
+    EXPECT_EQ(world.published[0].body, "body of bad");
+}
+
+TEST_F(IngestSessionTest, a_refused_rejected_copy_leaves_the_batch_unacked_to_be_taken_again) {
+    options.batch_size = 1;
+    options.batch_wait = 1h;
+    world.refuse_publishes = true;
+    world.send(command("bad", {}));  // no time header
+    start();
+    ASSERT_TRUE(eventually([&](const auto&) {
+        std::lock_guard lock(world.mutex);
+        return world.channels_opened >= 2;
+    }));
+    for (const auto& event : world.events()) EXPECT_FALSE(event.starts_with("ack")) << event;
+    {
+        std::lock_guard lock(world.mutex);
+        world.refuse_publishes = false;
+    }
+    ASSERT_TRUE(eventually(ends_with("ack 1")));
+    finish();
+    EXPECT_EQ(world.published.back().exchange, options.names.rejected);
+}
+
+TEST_F(IngestSessionTest, nothing_is_acked_while_the_database_is_unreachable) {
+    options.batch_size = 2;
+    options.batch_wait = 1h;
+    world.database_reachable = false;
+    world.send(delayed("a", 1000));
+    world.send(delayed("b", 1000));
+    start();
+    ASSERT_TRUE(eventually([&](const auto&) {
+        std::lock_guard lock(world.mutex);
+        return world.channels_opened >= 2;
+    }));
+    EXPECT_TRUE(world.events().empty());
+    {
+        std::lock_guard lock(world.mutex);
+        world.database_reachable = true;
+    }
+    ASSERT_TRUE(eventually(ends_with("ack 2")));
+    finish();
+    EXPECT_EQ(world.events(), (std::vector<std::string>{"apply 2", "ack 2"}));
+    EXPECT_EQ(world.stored.size(), 2u);
+}
+
+TEST_F(IngestSessionTest, a_receipt_goes_to_x_reply_to_and_its_confirm_precedes_the_ack) {
+    options.batch_size = 1;
+    options.batch_wait = 1h;
+    auto asked = command("a", {{"x-delay", std::int64_t{1000}}, {"x-reply-to", std::string("my-replies")}});
+    asked.properties.correlation_id = "c-1";
+    world.send(std::move(asked));
+    start();
+    ASSERT_TRUE(eventually(ends_with("ack 1")));
+    finish();
+    EXPECT_EQ(world.events(), (std::vector<std::string>{"apply 1", "publish reply my-replies",
+                                                        "confirm 1", "ack 1"}));
+    EXPECT_EQ(world.published[0].properties.correlation_id, "c-1");
+    EXPECT_NE(world.published[0].body.find("\"scheduled\""), std::string::npos)
+        << world.published[0].body;
+}
+
+TEST_F(IngestSessionTest, the_loader_is_woken_only_for_jobs_due_within_the_horizon) {
+    options.batch_size = 1;
+    options.batch_wait = 1h;
+    options.horizon = 60s;
+    world.send(delayed("later", 61000));
+    start();
+    ASSERT_TRUE(eventually(ends_with("ack 1")));
+    EXPECT_EQ(wakes.load(), 0);
+    world.send(delayed("soon", 60000));
+    ASSERT_TRUE(eventually(ends_with("ack 2")));
+    finish();
+    EXPECT_EQ(wakes.load(), 1);
+}
+
+TEST_F(IngestSessionTest, a_batch_ends_at_batch_bytes_of_bodies) {
+    options.batch_size = 100;
+    options.batch_wait = 1h;
+    options.batch_bytes = 20;  // each body is 10 bytes ("body of aa")
+    for (const auto* id : {"aa", "bb", "cc", "dd"}) world.send(delayed(id, 1000));
+    start();
+    ASSERT_TRUE(eventually(ends_with("ack 4")));
+    finish();
+    EXPECT_EQ(world.events(),
+              (std::vector<std::string>{"apply 2", "ack 2", "apply 2", "ack 4"}));
+}
+
+}  // namespace
+}  // namespace hourglass::ingest

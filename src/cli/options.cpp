@@ -127,6 +127,7 @@ loader::LoaderOptions ServiceOptions::loader() const {
     options.max_clock_offset = parse_duration(kMaxClockOffsetOption, max_clock_offset);
     options.max_unconfirmed = max_unconfirmed;
     // Only the audit tells a lost run from a released one.
+    options.releases_observed = !no_audit;
     if (!no_audit) options.resend_after = parse_duration(kResendAfterOption, resend_after);
     char host[256] = {};
     gethostname(host, sizeof host - 1);

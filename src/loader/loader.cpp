@@ -197,7 +197,7 @@ void Loader::claim_loop(std::stop_token stop) {
                              given_back.size());
             }
             try {
-                store.record_handed_over(options_.owner, handed_over);
+                store.record_handed_over(options_.owner, handed_over, options_.releases_observed);
             } catch (...) {
                 std::lock_guard lock(mutex_);
                 confirmed_.insert(confirmed_.begin(), handed_over.begin(), handed_over.end());

@@ -49,6 +49,9 @@ struct LoaderOptions {
     // due time: the broker lost it (a classic queue dead-letters at most once, so a run that
     // expires while the broker shuts down can vanish). Unset: never (needs the audit).
     std::optional<Milliseconds> resend_after;
+    // False with --no-audit: the runs this loader hands over are recorded as unaudited, so that
+    // an instance with the audit never takes them for lost runs and re-sends them.
+    bool releases_observed = true;
     std::size_t claim_batch = 1000;
     std::size_t max_unconfirmed = kDefaultMaxUnconfirmed;
     std::size_t max_in_memory_runs = 50000;     // claimed runs waiting for their publish time

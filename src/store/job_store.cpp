@@ -74,10 +74,11 @@ void prepare_statements(pqxx::connection& c) {
                   "  ORDER BY lease_until LIMIT $3 FOR UPDATE SKIP LOCKED), "
                   // One-shot runs handed over but not observed long after they were due (and
                   // after they were last handed over): the broker lost them (see
-                  // resend_due_before). NULL $5 turns this off.
+                  // resend_due_before). NULL $5 turns this off. Runs handed over with the
+                  // audit off were never to be observed (migration 009).
                   "unobserved AS ("
                   "  SELECT id FROM jobs WHERE state = 'enqueued' AND due_at < $5 "
-                  "  AND enqueued_at < $5 "
+                  "  AND enqueued_at < $5 AND audited "
                   "  AND (lease_owner IS NULL OR (lease_until < now() AND lease_owner <> $1)) "
                   "  ORDER BY due_at LIMIT $3 FOR UPDATE SKIP LOCKED) "
                   "UPDATE jobs j SET lease_owner = $1, "
@@ -87,7 +88,7 @@ void prepare_statements(pqxx::connection& c) {
                   "RETURNING ") +
                   kClaimedRunColumns);
     c.prepare("record_handed_over",
-              "UPDATE jobs j SET runs = x.run, enqueued_at = now(), updated_at = now(), "
+              "UPDATE jobs j SET runs = x.run, enqueued_at = now(), updated_at = now(), audited = $3, "
               "lease_owner = NULL, lease_until = NULL, due_at = COALESCE(x.next_due, j.due_at), "
               "state = CASE WHEN j.state = 'cancelled' THEN 'cancelled' "
               "             WHEN x.next_due IS NOT NULL THEN 'pending' "
@@ -322,14 +323,15 @@ std::vector<ClaimedRun> JobStore::claim_due(const std::string& owner, TimePoint 
     return runs;
 }
 
-void JobStore::record_handed_over(const std::string& owner, const std::vector<HandedOverRun>& runs) {
+void JobStore::record_handed_over(const std::string& owner, const std::vector<HandedOverRun>& runs,
+                                  bool audited) {
     if (runs.empty()) return;
     json rows = json::array();
     for (const auto& run : runs) {
         rows.push_back({{"id", run.id}, {"run", run.run}, {"next_due", optional_time(run.next_due)}});
     }
     pqxx::work tx(*connection_);
-    tx.exec_prepared("record_handed_over", owner, rows.dump());
+    tx.exec_prepared("record_handed_over", owner, rows.dump(), audited);
     tx.commit();
 }
 

@@ -439,6 +439,35 @@ TEST_F(Operations, no_audit_warns_when_the_audit_queue_of_an_earlier_run_holds_c
                 HasSubstr(audit_queue + " holds 1 release copies and --no-audit is set"));
 }
 
+// Runs handed over with the audit off end `enqueued` (nobody observes them). An instance with
+// the audit that runs later on the same database must not take them for runs the broker lost:
+// re-sending them would deliver every one of them again.
+TEST_F(Operations, runs_released_with_the_audit_off_are_not_published_again_by_a_later_audit) {
+    auto& without_audit = start_hourglass({"--horizon", "4s", "--no-audit"});
+    Client client(amqp_url_);
+    const auto queue = prefix_ + ".test-consumer";
+    client.connection().declare_queue(2, queue, {{"x-queue-type", std::string("classic")}});
+    client.connection().bind_queue(2, queue, out_exchange(), "#");
+    client.publish_all({delayed("unaudited-1", 500)});
+    const auto released = [&](std::uint32_t copies, std::chrono::seconds within) {
+        const auto deadline = std::chrono::steady_clock::now() + within;
+        while (client.queue_size(queue).value_or(0) < copies &&
+               std::chrono::steady_clock::now() < deadline) {
+            std::this_thread::sleep_for(100ms);
+        }
+        return client.queue_size(queue).value_or(0) >= copies;
+    };
+    ASSERT_TRUE(released(1, 20s)) << "released once\n" << without_audit.log_tail(30);
+    ASSERT_TRUE(eventually("SELECT state || ':' || audited FROM jobs WHERE id = 'unaudited-1'",
+                           "enqueued:false"));
+    without_audit.terminate();
+
+    start_hourglass({"--horizon", "4s", "--resend-after", "1s"});
+    // A lost run would be re-sent about 1 s after the audit connects; give it several times that.
+    EXPECT_FALSE(released(2, 8s)) << "published again";
+    EXPECT_EQ(job_state("unaudited-1"), "enqueued");
+}
+
 TEST_F(Operations, option_values_out_of_bounds_are_usage_errors_naming_the_option) {
     const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
         {{"--console-token", "guessable"}, "--console-token: a console token needs at least 16 characters"},

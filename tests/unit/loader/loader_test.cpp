@@ -35,6 +35,7 @@ struct FakeDatabase {
         ClaimedRun run;
         std::string owner;  // empty: pending, claimable
         bool handed_over = false;
+        bool audited = false;  // as the last hand-over recorded it
     };
     mutable std::mutex mutex;
     std::map<std::string, Row> rows;
@@ -103,14 +104,15 @@ public:
         }
         return claimed;
     }
-    void record_handed_over(const std::string& owner,
-                            const std::vector<HandedOverRun>& runs) override {
+    void record_handed_over(const std::string& owner, const std::vector<HandedOverRun>& runs,
+                            bool audited) override {
         std::lock_guard lock(db_.mutex);
         db_.check_reachable();
         for (const auto& run : runs) {
             auto& row = db_.rows.at(run.id);
             if (row.owner == owner) {
                 row.handed_over = true;
+                row.audited = audited;
                 row.owner.clear();
             }
         }
@@ -299,6 +301,24 @@ TEST_F(LoaderTest, hands_over_runs_due_within_the_horizon_on_time_and_records_th
 
 // Delay lanes: a hotspot is spread evenly over the queues of its rung, so that the broker
 // releases it from several queues at once; each run still goes to a queue of the right TTL.
+// With --no-audit nothing observes a release: the runs go out marked unaudited, so that an
+// instance with the audit never takes them for runs the broker lost (JobStore::claim_due).
+TEST_F(LoaderTest, records_whether_the_audit_observes_the_runs_it_hands_over) {
+    db.add("observed", in(300ms));
+    start(options());
+    ASSERT_TRUE(eventually([&] { return db.handed_over() == 1; }));
+    stop();
+    db.add("unobserved", in(300ms));
+    auto without_audit = options();
+    without_audit.releases_observed = false;
+    start(std::move(without_audit));
+    ASSERT_TRUE(eventually([&] { return db.handed_over() == 2; }));
+    db.read([](const FakeDatabase& d) {
+        EXPECT_TRUE(d.rows.at("observed").audited);
+        EXPECT_FALSE(d.rows.at("unobserved").audited);
+    });
+}
+
 TEST_F(LoaderTest, spreads_the_runs_of_one_rung_evenly_over_its_lanes) {
     const auto due = in(1500ms);
     for (int i = 0; i < 40; ++i) db.add("hot-" + std::to_string(i), due);

@@ -24,11 +24,23 @@ struct ClaimedRun {
     bool resent = false;           // handed over before, never observed: published again
 };
 
+// One run of one job.
+struct RunRef {
+    std::string id;
+    int run = 1;
+    bool operator==(const RunRef&) const = default;
+};
+
 // A run the broker confirmed: the loader records it (and, for cron, the next due time).
 struct HandedOverRun {
     std::string id;
     int run = 1;
     std::optional<TimePoint> next_due;  // recurring jobs: the next run; empty: the last run
+    // false: nothing will observe its release (--no-audit), so it is never re-sent as lost.
+    bool audited = true;
+    // Set when its release is observed through another run's: the last run of its release
+    // group (same delay queue, same due time), which left the queue after it.
+    std::optional<RunRef> observed_with;
 };
 
 // A release observed by the audit consumer.

@@ -13,11 +13,13 @@ public:
     // Registers the series in `registry`, once per service.
     explicit AuditMetrics(metrics::Registry& registry);
 
-    // Releases recorded, with the lateness of each in milliseconds (lateness_ms in the jobs
-    // table).
-    void count_releases(std::size_t observed, const std::vector<double>& lateness_ms) noexcept;
+    // `copies` release copies consumed, and the releases they recorded (each copy's run and
+    // the rest of its release group) with the lateness of each in milliseconds (lateness_ms in
+    // the jobs table).
+    void count_releases(std::size_t copies, const std::vector<double>& lateness_ms) noexcept;
 
 private:
+    metrics::Counter& release_copies_;
     metrics::Counter& releases_observed_;
     metrics::Histogram& release_lateness_seconds_;
 };

@@ -14,7 +14,10 @@ TopologyNames::TopologyNames(std::string prefix_)
       unroutable(prefix + ".unroutable"),
       rejected(prefix + ".rejected"),
       release(prefix + ".delay.release"),
+      observe(prefix + ".delay.observe"),
       audit(prefix + ".delay.audit"),
+      audit_skip(prefix + ".delay.observe.skip"),
+      grouped_release_key(".." + prefix + ".release-observed-with-its-group.."),
       forward(prefix + ".delay.forward") {}
 
 void check_delay_lanes(unsigned lanes, std::string_view who) {
@@ -125,8 +128,17 @@ void declare_topology(amqp::Connection& connection, std::uint16_t channel,
     connection.declare_exchange(channel, names.release, "fanout");
     connection.bind_exchange(channel, names.output, names.release, "");
     if (options.audit) {
+        // release -> observe -> (grouped_release_key) skip, (anything else) audit: see the header.
         connection.declare_queue(channel, names.audit, plain_queue);
-        connection.bind_queue(channel, names.audit, names.release, "");
+        connection.declare_exchange(channel, names.audit, "fanout");
+        connection.bind_queue(channel, names.audit, names.audit, "");
+        connection.declare_exchange(channel, names.audit_skip, "fanout");
+        connection.declare_exchange(channel, names.observe, "direct",
+                                    {{"alternate-exchange", names.audit}});
+        connection.bind_exchange(channel, names.audit_skip, names.observe, names.grouped_release_key);
+        connection.bind_exchange(channel, names.observe, names.release, "");
+        // Hourglass before release groups bound the audit queue to the release exchange itself.
+        connection.unbind_queue(channel, names.audit, names.release, "");
     }
 
     check_delay_lanes(options.delay_lanes, "topology");

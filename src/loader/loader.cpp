@@ -6,6 +6,7 @@
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 
 #include "amqp/confirm_tracker.hpp"
 #include "common/retry.hpp"
@@ -82,7 +83,7 @@ void Loader::schedule(std::vector<ClaimedRun> runs) {
         for (auto& run : runs) {
             in_memory_bytes_ += run.body.size();
             const auto publish_at = ladder_.publish_at(run.due_at, now);
-            schedule_.push(Scheduled{publish_at, std::move(run)});
+            schedule_.push(Scheduled{publish_at, std::move(run), std::nullopt});
         }
         ++schedule_generation_;
     }
@@ -197,7 +198,7 @@ void Loader::claim_loop(std::stop_token stop) {
                              given_back.size());
             }
             try {
-                store.record_handed_over(options_.owner, handed_over, options_.releases_observed);
+                store.record_handed_over(options_.owner, handed_over);
             } catch (...) {
                 std::lock_guard lock(mutex_);
                 confirmed_.insert(confirmed_.begin(), handed_over.begin(), handed_over.end());
@@ -293,8 +294,33 @@ void Loader::finish_claims(store::ClaimStore& store) {
     store.leave(options_.owner);
 }
 
+bool Loader::audited(const ClaimedRun& run) const {
+    // A release routed with the grouped-release key is never copied to the audit: a run whose
+    // own routing key is that key cannot be observed (and must not be re-sent as lost).
+    return options_.releases_observed &&
+           (!run.exchange.empty() || run.routing_key != options_.topology.names.grouped_release_key);
+}
+
+void Loader::group_releases(std::vector<Scheduled>& batch, TimePoint now, unsigned first_lane) const {
+    if (!options_.releases_observed) return;
+    const auto lanes = options_.topology.delay_lanes;
+    // Walked from the last publish back: the first run met for a (queue, due time) is its last.
+    std::map<std::tuple<Milliseconds, unsigned, TimePoint>, RunRef> last_of_group;
+    for (auto i = batch.size(); i-- > 0;) {
+        auto& scheduled = batch[i];
+        const auto& run = scheduled.run;
+        // Targeted runs are observed by the forwarder, recurring ones one by one (their row
+        // moves on to the next run at once).
+        if (!run.exchange.empty() || run.cron || !audited(run)) continue;
+        const auto lane = static_cast<unsigned>((first_lane + i) % lanes);
+        const auto key = std::make_tuple(ladder_.ttl_for(run.due_at, now), lane, run.due_at);
+        const auto [last, inserted] = last_of_group.try_emplace(key, RunRef{run.id, run.run});
+        if (!inserted) scheduled.observed_with = last->second;
+    }
+}
+
 Message Loader::release_message(const ClaimedRun& run, TimePoint now, std::size_t frame_max,
-                                unsigned lane) const {
+                                unsigned lane, bool grouped) const {
     const auto ttl = ladder_.ttl_for(run.due_at, now);
     Message message;
     message.routing_key = run.routing_key;
@@ -310,6 +336,11 @@ Message Loader::release_message(const ClaimedRun& run, TimePoint now, std::size_
         // The forwarder reads the target from this header and removes it before the release.
         message.exchange = options_.topology.names.forward_delay(ttl);
         set_header(message.properties, std::string(header::kExchange), run.exchange);
+    }
+    if (grouped) {
+        // RabbitMQ routes with BCC keys (also when it dead-letters) and strips the header.
+        set_header(message.properties, "BCC",
+                   FieldArray{FieldValue{options_.topology.names.grouped_release_key}});
     }
     // Ingest refuses jobs whose release would not fit a frame; a row stored before that check,
     // or edited by hand, is still released rather than failing every publish (SPEC §3.3).
@@ -353,7 +384,8 @@ void Loader::publish_session(std::stop_token stop) {
             }
             const auto& run = s.value.run;
             bytes += run.body.size();
-            runs.push_back({run.id, run.run, next_run_ ? next_run_(run, now) : std::nullopt});
+            runs.push_back({run.id, run.run, next_run_ ? next_run_(run, now) : std::nullopt,
+                            audited(run), s.value.observed_with});
         }
         if (!runs.empty()) {
             {
@@ -391,14 +423,18 @@ void Loader::publish_session(std::stop_token stop) {
                     if (!schedule_.empty()) next_publish = std::min(next_publish, schedule_.top().publish_at);
                 }
             }
+            // One instant for the batch: every run in it was due to go by then, so each gets
+            // the TTL of its rung, and the grouping and the publishes agree on the queue.
+            const auto batch_now = clock_now();
+            group_releases(due_now, batch_now, next_lane);
             for (std::size_t i = 0; i < due_now.size(); ++i) {
                 auto& scheduled = due_now[i];
                 const auto now = seams_.now();
                 std::uint64_t sequence = 0;
                 try {
                     sequence = channel->publish(release_message(
-                        scheduled.run, std::chrono::time_point_cast<Milliseconds>(now),
-                        channel->frame_max(), next_lane));
+                        scheduled.run, batch_now, channel->frame_max(), next_lane,
+                        scheduled.observed_with.has_value()));
                     next_lane = (next_lane + 1) % options_.topology.delay_lanes;
                 } catch (...) {
                     // This run and the rest of the batch were not published: back to the store.

@@ -98,6 +98,8 @@ private:
     struct Scheduled {
         TimePoint publish_at;
         ClaimedRun run;
+        // Set at publish for a run of a release group other than its last (see group_releases).
+        std::optional<RunRef> observed_with;
         bool operator>(const Scheduled& other) const { return publish_at > other.publish_at; }
     };
 
@@ -107,9 +109,16 @@ private:
     void follow_database_clock(std::chrono::microseconds offset);
     void publish_loop(std::stop_token stop);
     void publish_session(std::stop_token stop);
-    // The run as published into the delay queue of its TTL and of `lane` (delay lanes).
+    // The run as published into the delay queue of its TTL and of `lane` (delay lanes);
+    // `grouped`: observed with the last run of its release group (see group_releases).
     Message release_message(const ClaimedRun& run, TimePoint now, std::size_t frame_max,
-                            unsigned lane) const;
+                            unsigned lane, bool grouped) const;
+    // Release groups among runs about to be published in this order, from lane `first_lane`
+    // on: the runs for one delay queue with one due time. All but the last of each group are
+    // given the run they are observed with; the audit then receives one copy per group.
+    void group_releases(std::vector<Scheduled>& batch, TimePoint now, unsigned first_lane) const;
+    // Whether anything will observe the run's release (see HandedOverRun::audited).
+    bool audited(const ClaimedRun& run) const;
     void schedule(std::vector<ClaimedRun> runs);
     void confirmed(std::vector<HandedOverRun> runs);
     template <typename Settled>

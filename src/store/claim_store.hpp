@@ -22,10 +22,10 @@ public:
     virtual std::vector<ClaimedRun> claim_due(const std::string& owner, TimePoint horizon_end,
                                               std::size_t limit, Milliseconds lease,
                                               std::optional<TimePoint> resend_due_before) = 0;
-    // Records runs the broker confirmed; only runs still leased to `owner` change. `audited`:
-    // the audit observes their release; false (--no-audit) marks them never to be re-sent.
+    // Records runs the broker confirmed; only runs still leased to `owner` change. A run
+    // observed with another whose release was already recorded ends `done` at once.
     virtual void record_handed_over(const std::string& owner,
-                                    const std::vector<HandedOverRun>& runs, bool audited) = 0;
+                                    const std::vector<HandedOverRun>& runs) = 0;
     // Gives back claimed runs that were not published, so that any instance claims them.
     virtual void release_claims(const std::string& owner, const std::vector<std::string>& ids) = 0;
     // Records that `owner` is alive; forgets instances silent for `takeover_after` and gives

@@ -87,15 +87,35 @@ void prepare_statements(pqxx::connection& c) {
                   "               UNION ALL SELECT id FROM unobserved) "
                   "RETURNING ") +
                   kClaimedRunColumns);
+    // Runs observed with another (release groups, migration 010) end `done` here when that
+    // run's release was recorded first (a release can beat its hand-over's commit).
     c.prepare("record_handed_over",
-              "UPDATE jobs j SET runs = x.run, enqueued_at = now(), updated_at = now(), audited = $3, "
+              "UPDATE jobs j SET runs = x.run, enqueued_at = now(), updated_at = now(), "
+              "audited = x.audited, observed_with_id = x.with_id, observed_with_run = x.with_run, "
               "lease_owner = NULL, lease_until = NULL, due_at = COALESCE(x.next_due, j.due_at), "
+              "released_at = CASE WHEN w.released_run >= x.with_run THEN w.released_at "
+              "                   ELSE j.released_at END, "
+              "released_run = CASE WHEN w.released_run >= x.with_run THEN x.run "
+              "                    ELSE j.released_run END, "
+              "lateness_ms = CASE WHEN w.released_run >= x.with_run THEN extract(epoch FROM "
+              "              w.released_at - GREATEST(j.due_at, j.accepted_at)) * 1000 "
+              "                   ELSE j.lateness_ms END, "
               "state = CASE WHEN j.state = 'cancelled' THEN 'cancelled' "
               "             WHEN x.next_due IS NOT NULL THEN 'pending' "
               "             WHEN COALESCE(j.released_run, 0) >= x.run THEN 'done' "
+              "             WHEN w.released_run >= x.with_run THEN 'done' "
               "             ELSE 'enqueued' END "
-              "FROM jsonb_to_recordset($2::jsonb) AS x(id text, run integer, next_due timestamptz) "
+              "FROM jsonb_to_recordset($2::jsonb) AS x(id text, run integer, next_due timestamptz, "
+              "     audited boolean, with_id text, with_run integer) "
+              "LEFT JOIN jobs w ON w.id = x.with_id "
               "WHERE j.id = x.id AND j.lease_owner = $1 AND j.runs IN (x.run - 1, x.run)");
+    // The loader (hand-over) and the audit (release) each lock the runs whose release the audit
+    // observes, in id order, before anything else (the loader: its runs observed alone and the
+    // runs the others are observed with): whichever commits second sees the other's work, so a
+    // group's runs end `done` whatever the order, and the two cannot deadlock.
+    c.prepare("lock_observed_runs",
+              "SELECT id FROM jobs WHERE id IN (SELECT jsonb_array_elements_text($1::jsonb)) "
+              "ORDER BY id FOR UPDATE");
     c.prepare("heartbeat",
               "INSERT INTO instances (id) VALUES ($1) "
               "ON CONFLICT (id) DO UPDATE SET heartbeat_at = now()");
@@ -119,6 +139,15 @@ void prepare_statements(pqxx::connection& c) {
               "             ELSE j.state END, updated_at = now() "
               "FROM jsonb_to_recordset($1::jsonb) AS x(id text, run integer, due_ms bigint, "
               "released_us bigint) WHERE j.id = x.id RETURNING j.lateness_ms");
+    // The rest of each observed run's release group (migration 010), released before it.
+    c.prepare("record_group_releases",
+              "UPDATE jobs c SET released_at = to_timestamp(x.released_us / 1000000.0), "
+              "released_run = c.runs, state = 'done', updated_at = now(), "
+              "lateness_ms = extract(epoch FROM to_timestamp(x.released_us / 1000000.0) - "
+              "              GREATEST(c.due_at, c.accepted_at)) * 1000 "
+              "FROM jsonb_to_recordset($1::jsonb) AS x(id text, run integer, released_us bigint) "
+              "WHERE c.observed_with_id = x.id AND c.observed_with_run = x.run "
+              "AND c.state = 'enqueued' RETURNING c.lateness_ms");
     c.prepare("live_instances",
               "SELECT count(*) FROM instances "
               "WHERE heartbeat_at >= now() - $1 * interval '1 millisecond'");
@@ -323,15 +352,29 @@ std::vector<ClaimedRun> JobStore::claim_due(const std::string& owner, TimePoint 
     return runs;
 }
 
-void JobStore::record_handed_over(const std::string& owner, const std::vector<HandedOverRun>& runs,
-                                  bool audited) {
+void JobStore::record_handed_over(const std::string& owner,
+                                  const std::vector<HandedOverRun>& runs) {
     if (runs.empty()) return;
     json rows = json::array();
+    json observed = json::array();
     for (const auto& run : runs) {
-        rows.push_back({{"id", run.id}, {"run", run.run}, {"next_due", optional_time(run.next_due)}});
+        json row = {{"id", run.id},
+                    {"run", run.run},
+                    {"next_due", optional_time(run.next_due)},
+                    {"audited", run.audited}};
+        if (run.observed_with) {
+            row["with_id"] = run.observed_with->id;
+            row["with_run"] = run.observed_with->run;
+            // The run it is observed with, which may have been confirmed in another batch.
+            observed.push_back(run.observed_with->id);
+        } else {
+            observed.push_back(run.id);
+        }
+        rows.push_back(std::move(row));
     }
     pqxx::work tx(*connection_);
-    tx.exec_prepared("record_handed_over", owner, rows.dump(), audited);
+    tx.exec_prepared("lock_observed_runs", observed.dump());
+    tx.exec_prepared("record_handed_over", owner, rows.dump());
     tx.commit();
 }
 
@@ -400,15 +443,18 @@ std::vector<double> JobStore::record_releases(const std::vector<ObservedRelease>
                         {"due_ms", to_epoch_ms(release.due)},
                         {"released_us", release.released_at.time_since_epoch().count()}});
     }
+    const auto released = rows.dump(-1, ' ', false, json::error_handler_t::replace);
+    json ids = json::array();
+    for (const auto& release : releases) ids.push_back(release.id);
     pqxx::work tx(*connection_);
-    const auto recorded = tx.exec_prepared(
-        "record_releases", rows.dump(-1, ' ', false, json::error_handler_t::replace));
-    tx.commit();
+    tx.exec_prepared("lock_observed_runs", ids.dump(-1, ' ', false, json::error_handler_t::replace));
     std::vector<double> lateness_ms;
-    lateness_ms.reserve(recorded.size());
-    for (const auto& row : recorded) {
-        if (!row[0].is_null()) lateness_ms.push_back(row[0].as<double>());
+    for (const auto* statement : {"record_releases", "record_group_releases"}) {
+        for (const auto& row : tx.exec_prepared(statement, released)) {
+            if (!row[0].is_null()) lateness_ms.push_back(row[0].as<double>());
+        }
     }
+    tx.commit();
     return lateness_ms;
 }
 

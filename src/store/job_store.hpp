@@ -65,8 +65,8 @@ public:
         return claim_due(owner, horizon_end, limit, lease, std::nullopt);
     }
     // Records runs the broker confirmed; only runs still leased to `owner` are changed.
-    void record_handed_over(const std::string& owner, const std::vector<HandedOverRun>& runs,
-                            bool audited) override;
+    void record_handed_over(const std::string& owner,
+                            const std::vector<HandedOverRun>& runs) override;
     // Gives back claimed runs that were not published (shutdown), so others take them at once.
     void release_claims(const std::string& owner, const std::vector<std::string>& ids) override;
     // Live leases (SPEC §5, migration 007). Records that `owner` is alive, forgets instances

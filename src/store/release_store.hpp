@@ -12,8 +12,9 @@ namespace hourglass::store {
 class ReleaseStore {
 public:
     virtual ~ReleaseStore() = default;
-    // Records releases in one transaction; returns the lateness_ms of each release recorded
-    // (releases of unknown jobs are skipped). Throws when the database cannot be reached.
+    // Records releases in one transaction, each with the rest of its release group (runs
+    // observed with it); returns the lateness_ms of every run recorded (releases of unknown
+    // jobs are skipped). Throws when the database cannot be reached.
     virtual std::vector<double> record_releases(const std::vector<ObservedRelease>& releases) = 0;
 };
 

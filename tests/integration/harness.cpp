@@ -131,6 +131,15 @@ HttpAnswer http_request(int port, const std::function<httplib::Result(httplib::C
 }
 }  // namespace
 
+bool wait_for(const std::function<bool()>& condition, std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+        if (condition()) return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds{100});
+    }
+    return condition();
+}
+
 HttpAnswer http_get(int port, const std::string& path) {
     return http_request(port, [&](httplib::Client& client) { return client.Get(path.c_str()); });
 }

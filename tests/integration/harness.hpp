@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <optional>
 #include <pqxx/pqxx>
@@ -61,6 +62,8 @@ struct HttpAnswer {
     std::string content_type;
 };
 HttpAnswer http_get(int port, const std::string& path);
+// Polls `condition` every 100 ms until it holds or `timeout` passes.
+bool wait_for(const std::function<bool()>& condition, std::chrono::milliseconds timeout);
 // POST http://127.0.0.1:<port><path> with an empty body and these headers.
 HttpAnswer http_post(int port, const std::string& path,
                      const std::vector<std::pair<std::string, std::string>>& headers = {});

@@ -41,16 +41,6 @@ std::string password_of(const std::string& url) {
     return url.substr(colon + 1, at - colon - 1);
 }
 
-// Polls `condition` every 100 ms until it holds or `timeout` passes.
-bool wait_for(const std::function<bool()>& condition, std::chrono::milliseconds timeout) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-        if (condition()) return true;
-        std::this_thread::sleep_for(100ms);
-    }
-    return condition();
-}
-
 class Operations : public HourglassTest {
 protected:
     prom::Exposition scrape(const HourglassProcess& process) {

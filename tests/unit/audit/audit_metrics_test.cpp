@@ -10,11 +10,13 @@ namespace {
 
 namespace prom = hourglass::testing::prometheus;
 
+// Two copies recorded three releases: one copy's run was the last of a group of two.
 TEST(AuditMetrics, releases_feed_the_lateness_histogram_in_seconds) {
     metrics::Registry registry;
     AuditMetrics metrics(registry);
-    metrics.count_releases(3, {0.4, 3.0, 1500.0});
+    metrics.count_releases(2, {0.4, 3.0, 1500.0});
     const auto parsed = prom::parse(registry.render_prometheus());
+    EXPECT_EQ(parsed.value("hourglass_release_copies_total"), 2);
     EXPECT_EQ(parsed.value("hourglass_releases_observed_total"), 3);
     EXPECT_EQ(parsed.value("hourglass_release_lateness_seconds_bucket", {{"le", "0.001"}}), 1);
     EXPECT_EQ(parsed.value("hourglass_release_lateness_seconds_bucket", {{"le", "0.005"}}), 2);

@@ -36,6 +36,7 @@ struct FakeDatabase {
         std::string owner;  // empty: pending, claimable
         bool handed_over = false;
         bool audited = false;  // as the last hand-over recorded it
+        std::optional<RunRef> observed_with;  // as the last hand-over recorded it
     };
     mutable std::mutex mutex;
     std::map<std::string, Row> rows;
@@ -47,13 +48,16 @@ struct FakeDatabase {
     std::vector<std::string> released;  // ids given back one by one (release_claims)
 
     void add(const std::string& id, TimePoint due) {
-        std::lock_guard lock(mutex);
         ClaimedRun run;
         run.id = id;
         run.routing_key = "rk." + id;
         run.body = "body of " + id;
         run.due_at = due;
-        rows[id] = Row{run, "", false};
+        add(std::move(run));
+    }
+    void add(ClaimedRun run) {
+        std::lock_guard lock(mutex);
+        rows[run.id] = Row{run, "", false, false, std::nullopt};
     }
     void set_reachable(bool value) {
         std::lock_guard lock(mutex);
@@ -104,15 +108,16 @@ public:
         }
         return claimed;
     }
-    void record_handed_over(const std::string& owner, const std::vector<HandedOverRun>& runs,
-                            bool audited) override {
+    void record_handed_over(const std::string& owner,
+                            const std::vector<HandedOverRun>& runs) override {
         std::lock_guard lock(db_.mutex);
         db_.check_reachable();
         for (const auto& run : runs) {
             auto& row = db_.rows.at(run.id);
             if (row.owner == owner) {
                 row.handed_over = true;
-                row.audited = audited;
+                row.audited = run.audited;
+                row.observed_with = run.observed_with;
                 row.owner.clear();
             }
         }
@@ -299,8 +304,6 @@ TEST_F(LoaderTest, hands_over_runs_due_within_the_horizon_on_time_and_records_th
     EXPECT_EQ(loader->runs_handed_over(), 2u);
 }
 
-// Delay lanes: a hotspot is spread evenly over the queues of its rung, so that the broker
-// releases it from several queues at once; each run still goes to a queue of the right TTL.
 // With --no-audit nothing observes a release: the runs go out marked unaudited, so that an
 // instance with the audit never takes them for runs the broker lost (JobStore::claim_due).
 TEST_F(LoaderTest, records_whether_the_audit_observes_the_runs_it_hands_over) {
@@ -319,6 +322,112 @@ TEST_F(LoaderTest, records_whether_the_audit_observes_the_runs_it_hands_over) {
     });
 }
 
+// Release groups: runs due at one instant and published into one delay queue leave it in
+// publish order, so the audit needs a copy of the last one only. The others carry the BCC key
+// that keeps their copy from the audit queue, and are recorded as observed with that last run.
+TEST_F(LoaderTest, observes_a_hotspot_through_the_last_run_published_to_each_queue) {
+    const auto due = in(1500ms);
+    for (int i = 0; i < 40; ++i) db.add("hot-" + std::to_string(i), due);
+    auto loader_options = options();
+    loader_options.topology.delay_lanes = 4;
+    start(std::move(loader_options));
+    ASSERT_TRUE(eventually([&] { return db.handed_over() == 40; }));
+
+    const auto publishes = broker.publishes();
+    ASSERT_EQ(publishes.size(), 40u);
+    std::map<std::string, std::size_t> last_published;  // id -> index in publishes
+    for (std::size_t i = 0; i < publishes.size(); ++i) {
+        last_published[header_text(publishes[i].message, header::kId)] = i;
+    }
+    std::set<std::string> observed_alone;
+    db.read([&](const FakeDatabase& d) {
+        for (const auto& [id, row] : d.rows) {
+            EXPECT_TRUE(row.audited) << id;
+            const auto& publish = publishes[last_published.at(id)];
+            const auto* bcc = find_header(publish.message.properties, "BCC");
+            if (!row.observed_with) {
+                EXPECT_EQ(bcc, nullptr) << id << ": observed itself, so its copy must reach the audit";
+                observed_alone.insert(id);
+                continue;
+            }
+            ASSERT_NE(bcc, nullptr) << id;
+            const auto& keys = std::get<FieldArray>(bcc->value);
+            ASSERT_EQ(keys.size(), 1u) << id;
+            EXPECT_EQ(std::get<std::string>(keys.front().value), names.grouped_release_key);
+            // Observed with a run published after it into the same queue, due at the same time,
+            // which is observed itself.
+            const auto& with = *row.observed_with;
+            ASSERT_TRUE(last_published.contains(with.id)) << id;
+            const auto& witness = publishes[last_published.at(with.id)];
+            EXPECT_GT(last_published.at(with.id), last_published.at(id)) << id;
+            EXPECT_EQ(witness.message.exchange, publish.message.exchange) << id;
+            EXPECT_EQ(d.rows.at(with.id).run.due_at, row.run.due_at) << id;
+            EXPECT_FALSE(d.rows.at(with.id).observed_with.has_value()) << id;
+            EXPECT_EQ(with.run, 1);
+        }
+    });
+    // One per lane when the 40 went out in one batch; a slow machine may split the batch.
+    EXPECT_GE(observed_alone.size(), 4u);
+    EXPECT_LE(observed_alone.size(), 12u);
+}
+
+// Only one-shot runs for the output exchange form groups: runs due at different instants,
+// targeted runs (the forwarder copies each to the audit) and recurring runs are observed one by
+// one. A run whose routing key is the grouped-release key can never reach the audit: it is
+// marked unaudited, so it is not re-sent as lost.
+TEST_F(LoaderTest, observes_runs_alone_unless_they_share_a_queue_and_a_due_time) {
+    const auto due = in(1500ms);
+    db.add("spread-1", in(1400ms));
+    db.add("spread-2", in(1450ms));
+    ClaimedRun targeted;
+    targeted.id = "targeted";
+    targeted.exchange = "elsewhere";
+    targeted.due_at = due;
+    db.add(targeted);
+    ClaimedRun recurring;
+    recurring.id = "recurring";
+    recurring.due_at = due;
+    recurring.cron = CronSpec{};
+    db.add(recurring);
+    ClaimedRun unobservable;
+    unobservable.id = "unobservable";
+    unobservable.routing_key = names.grouped_release_key;
+    unobservable.due_at = due;
+    db.add(unobservable);
+    auto loader_options = options();
+    loader_options.topology.delay_lanes = 1;
+    start(std::move(loader_options));
+    ASSERT_TRUE(eventually([&] { return db.handed_over() == 5; }));
+
+    for (const auto& publish : broker.publishes()) {
+        EXPECT_EQ(find_header(publish.message.properties, "BCC"), nullptr)
+            << header_text(publish.message, header::kId);
+    }
+    db.read([](const FakeDatabase& d) {
+        for (const auto& [id, row] : d.rows) {
+            EXPECT_FALSE(row.observed_with.has_value()) << id;
+            EXPECT_EQ(row.audited, id != "unobservable") << id;
+        }
+    });
+}
+
+TEST_F(LoaderTest, groups_nothing_when_the_audit_is_off) {
+    const auto due = in(1500ms);
+    for (int i = 0; i < 10; ++i) db.add("hot-" + std::to_string(i), due);
+    auto loader_options = options();
+    loader_options.releases_observed = false;
+    start(std::move(loader_options));
+    ASSERT_TRUE(eventually([&] { return db.handed_over() == 10; }));
+    for (const auto& publish : broker.publishes()) {
+        EXPECT_EQ(find_header(publish.message.properties, "BCC"), nullptr);
+    }
+    db.read([](const FakeDatabase& d) {
+        for (const auto& [id, row] : d.rows) EXPECT_FALSE(row.observed_with.has_value()) << id;
+    });
+}
+
+// Delay lanes: a hotspot is spread evenly over the queues of its rung, so that the broker
+// releases it from several queues at once; each run still goes to a queue of the right TTL.
 TEST_F(LoaderTest, spreads_the_runs_of_one_rung_evenly_over_its_lanes) {
     const auto due = in(1500ms);
     for (int i = 0; i < 40; ++i) db.add("hot-" + std::to_string(i), due);

@@ -1,0 +1,136 @@
+// Release groups: runs due at one instant and published into one delay queue leave it in publish
+// order, so the audit takes one copy per group (the last run's) and records the whole group
+// with it. The broker queues one audit copy per group instead of one per run.
+#include <gmock/gmock.h>
+
+#include <set>
+
+#include "integration/harness.hpp"
+#include "store/job_store.hpp"
+#include "store/migrations.hpp"
+
+namespace hourglass::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+class ReleaseGroups : public HourglassTest {
+protected:
+    // One series of a /metrics scrape (0 when absent).
+    static double metric(const HourglassProcess& process, const std::string& name) {
+        const auto text = http_get(process.http_port(), "/metrics").body;
+        const auto at = text.find("\n" + name + " ");
+        return at == std::string::npos ? 0 : std::stod(text.substr(at + name.size() + 2));
+    }
+    std::vector<Message> due_at_once(const std::string& stem, int count, TimePoint due) const {
+        std::vector<Message> jobs;
+        for (int i = 0; i < count; ++i) {
+            auto job = delayed(stem + std::to_string(i), 0);
+            remove_header(job.properties, "x-delay");
+            set_header(job.properties, "x-schedule-at", to_epoch_ms(due));
+            jobs.push_back(job);
+        }
+        return jobs;
+    }
+};
+
+TEST_F(ReleaseGroups, a_hotspot_is_recorded_run_by_run_from_one_audit_copy_per_group) {
+    auto& process = start_hourglass({"--horizon", "4s", "--delay-lanes", "4"});
+    Client client(amqp_url_);
+    client.subscribe(out_exchange(), "#");
+    constexpr int kJobs = 200;
+    const auto due = now_ms() + 3s;
+    client.publish_all(due_at_once("hot-", kJobs, due));
+
+    const auto received = client.drain(4500ms, 20s);
+    ASSERT_EQ(received.size(), static_cast<std::size_t>(kJobs));
+    std::set<std::string> ids;
+    for (const auto& r : received) {
+        ids.insert(string_header(r.message, "x-hourglass-id"));
+        EXPECT_GE(r.received_at, due) << "early";
+        // The BCC key that keeps a copy from the audit never shows to consumers.
+        EXPECT_EQ(find_header(r.message.properties, "BCC"), nullptr);
+        EXPECT_EQ(r.message.routing_key, "jobs.test");
+    }
+    EXPECT_EQ(ids.size(), static_cast<std::size_t>(kJobs));
+
+    // Every run ends done, with its release time and lateness, though few copies reached the audit.
+    ASSERT_TRUE(eventually("SELECT count(*) FROM jobs WHERE state = 'done' AND released_at >= due_at "
+                           "AND lateness_ms >= 0 AND released_run = 1",
+                           std::to_string(kJobs), 15s))
+        << process.log_tail(30);
+    const auto grouped = sql("SELECT count(*) FROM jobs WHERE observed_with_id IS NOT NULL")[0][0].as<int>();
+    EXPECT_GE(grouped, kJobs - 50) << "most runs observed with the last of their group";
+    EXPECT_TRUE(wait_for([&] { return metric(process, "hourglass_releases_observed_total") == kJobs; }, 10s));
+    const auto copies = metric(process, "hourglass_release_copies_total");
+    EXPECT_EQ(copies, kJobs - grouped) << "one copy per group reached the audit";
+    EXPECT_GE(copies, 4);  // one group per lane at least
+    // Nothing left behind in the audit queue.
+    EXPECT_EQ(client.queue_size(prefix_ + ".delay.audit").value_or(1), 0u);
+}
+
+// The release of a group's last run can be recorded before the loader records the group's
+// hand-over (a TTL of 0 releases at once): the hand-over then ends the group done. Either order
+// gives every run the group's release time.
+TEST_F(ReleaseGroups, a_group_ends_done_whichever_of_release_and_hand_over_is_recorded_first) {
+    store::migrate(*db_, schema_, false);
+    store::JobStore store({pg_url_, schema_});
+    const auto due = std::chrono::time_point_cast<Milliseconds>(now_us()) + 200ms;
+    std::vector<Command> commands;
+    for (const auto* id : {"a1", "a2", "a3", "b1", "b2"}) {
+        ScheduleCommand job;
+        job.id = id;
+        job.routing_key = "jobs.test";
+        job.due_at = due;
+        job.accepted_at = due - 1s;
+        commands.push_back(Command{job, id, std::nullopt, std::nullopt});
+    }
+    store.apply(commands);
+    ASSERT_EQ(store.claim_due("loader", due + 1s, 10, 60s).size(), 5u);
+    const auto released_at = std::chrono::time_point_cast<std::chrono::microseconds>(due) + 3500us;
+
+    // Group a: hand-over first, then the release of a3 (its last run).
+    store.record_handed_over("loader", {{"a1", 1, std::nullopt, true, RunRef{"a3", 1}},
+                                        {"a2", 1, std::nullopt, true, RunRef{"a3", 1}},
+                                        {"a3", 1, std::nullopt, true, std::nullopt}});
+    EXPECT_EQ(sql("SELECT string_agg(state, ',' ORDER BY id) FROM jobs WHERE id LIKE 'a%'")[0][0]
+                  .as<std::string>(),
+              "enqueued,enqueued,enqueued");
+    EXPECT_EQ(store.record_releases({{"a3", 1, due, released_at}}).size(), 3u);
+
+    // Group b: the release of b2 first, then the hand-over.
+    EXPECT_EQ(store.record_releases({{"b2", 1, due, released_at}}).size(), 1u);
+    store.record_handed_over("loader", {{"b1", 1, std::nullopt, true, RunRef{"b2", 1}},
+                                        {"b2", 1, std::nullopt, true, std::nullopt}});
+
+    const auto rows = sql("SELECT id, state, released_run, round(lateness_ms::numeric, 1)::text, "
+                          "released_at = to_timestamp(" +
+                          std::to_string(released_at.time_since_epoch().count()) +
+                          " / 1000000.0) FROM jobs ORDER BY id");
+    ASSERT_EQ(rows.size(), 5u);
+    for (const auto& row : rows) {
+        const auto id = row[0].as<std::string>();
+        EXPECT_EQ(row[1].as<std::string>(), "done") << id;
+        EXPECT_EQ(row[2].as<int>(), 1) << id;
+        EXPECT_EQ(row[3].as<std::string>(), "3.5") << id;  // released_at - due, for every run
+        EXPECT_TRUE(row[4].as<bool>()) << id;
+    }
+}
+
+// A job whose routing key is the grouped-release key: its copy can never reach the audit, so it
+// is released like any other and recorded as unaudited, never re-sent as lost.
+TEST_F(ReleaseGroups, a_routing_key_equal_to_the_grouped_release_key_is_released_once) {
+    start_hourglass({"--horizon", "4s", "--resend-after", "1s"});
+    Client client(amqp_url_);
+    const auto key = ".." + prefix_ + ".release-observed-with-its-group..";
+    client.subscribe(out_exchange(), "#");
+    client.publish_all({delayed("odd-key", 300, key)});
+    const auto received = client.drain(6000ms, 15s);  // quiet long after a re-send would come
+    ASSERT_EQ(received.size(), 1u) << "released once, never re-sent";
+    EXPECT_EQ(received.front().message.routing_key, key);
+    EXPECT_EQ(sql("SELECT state || ':' || audited FROM jobs WHERE id = 'odd-key'")[0][0].as<std::string>(),
+              "enqueued:false");
+}
+
+}  // namespace
+}  // namespace hourglass::testing

@@ -1,6 +1,7 @@
 #include "store/job_store.hpp"
 
 #include <pqxx/pqxx>
+#include <set>
 #include <unordered_map>
 
 #include "common/mask.hpp"
@@ -356,7 +357,8 @@ void JobStore::record_handed_over(const std::string& owner,
                                   const std::vector<HandedOverRun>& runs) {
     if (runs.empty()) return;
     json rows = json::array();
-    json observed = json::array();
+    // Each group's last run once, however many runs are observed with it.
+    std::set<std::string> observed;
     for (const auto& run : runs) {
         json row = {{"id", run.id},
                     {"run", run.run},
@@ -366,14 +368,14 @@ void JobStore::record_handed_over(const std::string& owner,
             row["with_id"] = run.observed_with->id;
             row["with_run"] = run.observed_with->run;
             // The run it is observed with, which may have been confirmed in another batch.
-            observed.push_back(run.observed_with->id);
+            observed.insert(run.observed_with->id);
         } else {
-            observed.push_back(run.id);
+            observed.insert(run.id);
         }
         rows.push_back(std::move(row));
     }
     pqxx::work tx(*connection_);
-    tx.exec_prepared("lock_observed_runs", observed.dump());
+    tx.exec_prepared("lock_observed_runs", json(observed).dump());
     tx.exec_prepared("record_handed_over", owner, rows.dump());
     tx.commit();
 }

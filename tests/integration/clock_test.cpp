@@ -52,14 +52,7 @@ TEST_F(Clock, a_host_clock_running_ahead_releases_nothing_early) {
     // Absolute due times: an uncorrected clock 3 s ahead would release each about 3 s early.
     constexpr int kJobs = 100;
     const auto first_due = now_ms() + 4s;
-    std::vector<Message> jobs;
-    for (int i = 0; i < kJobs; ++i) {
-        auto job = delayed("skew-" + std::to_string(i), 0);
-        remove_header(job.properties, "x-delay");
-        set_header(job.properties, "x-schedule-at", to_epoch_ms(first_due + i * 20ms));
-        jobs.push_back(job);
-    }
-    Client(amqp_url_).publish_all(jobs);
+    Client(amqp_url_).publish_all(scheduled_series("skew-", kJobs, first_due, 20ms));
     int early = 0, released = 0;
     double worst_early_ms = 0;
     for (const auto& r : receiver.drain(6000ms, 30s)) {  // the first is due 4 s from now

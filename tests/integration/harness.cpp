@@ -314,6 +314,19 @@ Message HourglassTest::delayed(const std::string& id, std::int64_t delay_ms,
     return message;
 }
 
+std::vector<Message> HourglassTest::scheduled_series(const std::string& stem, int count,
+                                                     TimePoint first_due, Milliseconds step) const {
+    std::vector<Message> jobs;
+    jobs.reserve(static_cast<std::size_t>(count));
+    for (int i = 0; i < count; ++i) {
+        auto job = delayed(stem + std::to_string(i), 0);
+        remove_header(job.properties, "x-delay");
+        set_header(job.properties, "x-schedule-at", to_epoch_ms(first_due + i * step));
+        jobs.push_back(std::move(job));
+    }
+    return jobs;
+}
+
 Message HourglassTest::cancel_command(const std::string& id, const std::string& reply_to) const {
     auto cancel = command("ignored", "");
     cancel.properties.message_id = id;

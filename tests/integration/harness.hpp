@@ -105,6 +105,10 @@ protected:
     Message command(const std::string& routing_key, const std::string& body = "body") const;
     Message delayed(const std::string& id, std::int64_t delay_ms,
                     const std::string& routing_key = "jobs.test") const;
+    // `count` jobs "<stem>0", "<stem>1" ... with x-schedule-at = first_due + i * step
+    // (step 0: a burst due at one instant).
+    std::vector<Message> scheduled_series(const std::string& stem, int count, TimePoint first_due,
+                                          Milliseconds step = Milliseconds{0}) const;
     // x-cancel for job `id`, with the receipt sent to `reply_to` if given.
     Message cancel_command(const std::string& id, const std::string& reply_to = "") const;
     std::string out_exchange() const { return prefix_ + ".out"; }

@@ -105,14 +105,7 @@ TEST_F(Instances, a_killed_instance_is_taken_over_within_5_seconds_and_never_res
     receiver.subscribe(out_exchange(), "#");
     constexpr int kJobs = 2000;
     const auto first_due = now_ms() + 3s;
-    std::vector<Message> jobs;
-    for (int i = 0; i < kJobs; ++i) {
-        auto job = delayed("live-" + std::to_string(i), 0);
-        remove_header(job.properties, "x-delay");
-        set_header(job.properties, "x-schedule-at", to_epoch_ms(first_due + i * 10ms));  // over 20 s
-        jobs.push_back(job);
-    }
-    Client(amqp_url_).publish_all(jobs);
+    Client(amqp_url_).publish_all(scheduled_series("live-", kJobs, first_due, 10ms));  // over 20 s
     // Kill one mid-way, while the receiver keeps reading (arrival times are when it reads).
     std::thread killer([&] {
         std::this_thread::sleep_for(first_due + 8s - now_ms());
@@ -136,14 +129,7 @@ TEST_F(Instances, a_single_instance_killed_and_restarted_resumes_within_5_second
     receiver.subscribe(out_exchange(), "#");
     constexpr int kJobs = 500;
     const auto first_due = now_ms() + 2s;
-    std::vector<Message> jobs;
-    for (int i = 0; i < kJobs; ++i) {
-        auto job = delayed("restart-" + std::to_string(i), 0);
-        remove_header(job.properties, "x-delay");
-        set_header(job.properties, "x-schedule-at", to_epoch_ms(first_due + i * 20ms));  // over 10 s
-        jobs.push_back(job);
-    }
-    Client(amqp_url_).publish_all(jobs);
+    Client(amqp_url_).publish_all(scheduled_series("restart-", kJobs, first_due, 20ms));  // over 10 s
     std::thread restarter([&] {
         std::this_thread::sleep_for(first_due + 4s - now_ms());
         processes_[0]->kill_hard();

@@ -140,14 +140,7 @@ TEST_F(Pipeline, a_burst_due_at_one_instant_is_released_from_every_lane) {
 
     constexpr int kJobs = 90;
     const auto due = now_ms() + 3s;
-    std::vector<Message> jobs;
-    for (int i = 0; i < kJobs; ++i) {
-        auto job = delayed("burst-" + std::to_string(i), 0);
-        remove_header(job.properties, "x-delay");
-        set_header(job.properties, "x-schedule-at", to_epoch_ms(due));
-        jobs.push_back(job);
-    }
-    client.publish_all(jobs);
+    client.publish_all(scheduled_series("burst-", kJobs, due));
     const auto received = client.drain(4500ms, 20s);  // quiet until the burst is due
     ASSERT_EQ(received.size(), static_cast<std::size_t>(kJobs));
     std::set<std::string> ids;

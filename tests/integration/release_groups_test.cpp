@@ -22,16 +22,6 @@ protected:
         const auto at = text.find("\n" + name + " ");
         return at == std::string::npos ? 0 : std::stod(text.substr(at + name.size() + 2));
     }
-    std::vector<Message> due_at_once(const std::string& stem, int count, TimePoint due) const {
-        std::vector<Message> jobs;
-        for (int i = 0; i < count; ++i) {
-            auto job = delayed(stem + std::to_string(i), 0);
-            remove_header(job.properties, "x-delay");
-            set_header(job.properties, "x-schedule-at", to_epoch_ms(due));
-            jobs.push_back(job);
-        }
-        return jobs;
-    }
 };
 
 TEST_F(ReleaseGroups, a_hotspot_is_recorded_run_by_run_from_one_audit_copy_per_group) {
@@ -40,7 +30,7 @@ TEST_F(ReleaseGroups, a_hotspot_is_recorded_run_by_run_from_one_audit_copy_per_g
     client.subscribe(out_exchange(), "#");
     constexpr int kJobs = 200;
     const auto due = now_ms() + 3s;
-    client.publish_all(due_at_once("hot-", kJobs, due));
+    client.publish_all(scheduled_series("hot-", kJobs, due));
 
     const auto received = client.drain(4500ms, 20s);
     ASSERT_EQ(received.size(), static_cast<std::size_t>(kJobs));

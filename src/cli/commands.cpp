@@ -11,6 +11,7 @@
 #include <mutex>
 #include <thread>
 
+#include "common/thread_name.hpp"
 #include "cron/recurrence.hpp"
 #include "hourglass/metrics.hpp"
 #include "console/console.hpp"
@@ -38,6 +39,7 @@ public:
         sigaddset(&signals, SIGINT);
         pthread_sigmask(SIG_BLOCK, &signals, nullptr);
         thread_ = std::jthread([this, signals, deadline](std::stop_token) {
+            name_this_thread("hg-signals");
             int received = 0;
             sigwait(&signals, &received);
             if (stop_.stop_requested()) return;  // woken by the destructor
@@ -268,18 +270,26 @@ int run_service(const ServiceOptions& options) {
     const retention::Pruner pruner(pruning, service_metrics->registry());
 
     loader::Loader loader(loader_options, cron::next_due_after_handover);
-    std::jthread loader_thread([&](std::stop_token) { loader.run(stop.get_token()); });
+    std::jthread loader_thread([&](std::stop_token) {
+        name_this_thread("hg-loader-claim");
+        loader.run(stop.get_token());
+    });
     std::jthread ingest_thread([&](std::stop_token) {
-        ingest::run_ingest(ingest_options, [&] { loader.wake(); }, stop.get_token());
+        name_this_thread("hg-ingest");
+        ingest::run_ingest(ingest_options, [&](TimePoint due) { loader.wake_for(due); }, stop.get_token());
     });
     // Runs with an x-hourglass-exchange target, released by the forward ladder.
     std::jthread forward_thread([&](std::stop_token) {
+        name_this_thread("hg-forward");
         forward::run_forwarder(forwarder_options, stop.get_token());
     });
     std::jthread audit_thread;
     if (!options.no_audit) {
         audit_thread = std::jthread(
-            [&](std::stop_token) { audit::run_audit(audit_options, stop.get_token()); });
+            [&](std::stop_token) {
+                name_this_thread("hg-audit");
+                audit::run_audit(audit_options, stop.get_token());
+            });
     }
     spdlog::info("hourglass running");
 

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "common/retry.hpp"
+#include "common/thread_name.hpp"
 #include "store/migrations.hpp"
 
 namespace hourglass::http {
@@ -38,7 +39,10 @@ StatsRefresher::StatsRefresher(store::StoreOptions store, metrics::ServiceMetric
           "How overdue the oldest overdue pending job is (0 if none), from the stats view.")) {
     store_options_.open_connections = nullptr;  // not a pipeline component: not in /readyz
     store_options_.background = true;
-    thread_ = std::jthread([this](std::stop_token stop) { refresh_until_stopped(stop); });
+    thread_ = std::jthread([this](std::stop_token stop) {
+        name_this_thread("hg-stats");
+        refresh_until_stopped(stop);
+    });
 }
 
 StatsRefresher::~StatsRefresher() = default;  // the jthread asks the loop to stop and joins it

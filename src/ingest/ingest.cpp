@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <optional>
 #include <deque>
 
 #include "amqp/confirm_tracker.hpp"
@@ -122,7 +123,7 @@ private:
 
         record_rejections(commands, outcomes);
 
-        bool wake = false;
+        std::optional<TimePoint> earliest_due;  // of the jobs accepted within the horizon
         const auto horizon_end = now_() + options_.horizon;
         std::size_t rejected = 0;
         for (std::size_t i = 0; i < commands.size(); ++i) {
@@ -145,10 +146,10 @@ private:
             if ((outcome.status == CommandStatus::scheduled ||
                  outcome.status == CommandStatus::replaced) &&
                 outcome.due && *outcome.due <= horizon_end) {
-                wake = true;
+                earliest_due = std::min(earliest_due.value_or(*outcome.due), *outcome.due);
             }
         }
-        if (wake) wake_loader_();
+        if (earliest_due) wake_loader_(*earliest_due);
         // Rejections must be safe in the broker before the command is acked (never dropped).
         std::deque<Received> arrived_meanwhile;
         std::size_t arrived_bytes = 0;

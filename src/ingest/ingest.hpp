@@ -36,8 +36,8 @@ struct IngestOptions {
     std::shared_ptr<metrics::ServiceMetrics> metrics = std::make_shared<metrics::ServiceMetrics>();
 };
 
-// Called after a commit when an accepted job is due within the horizon.
-using WakeLoader = std::function<void()>;
+// Called after a commit that accepted jobs due within the horizon, with the earliest due time.
+using WakeLoader = std::function<void(TimePoint earliest_due)>;
 
 // What ingest reaches outside itself. Every member left empty means the real thing
 // (store::JobStore, <prefix>.in on an AMQP connection, the process's one clock); unit tests

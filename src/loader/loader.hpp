@@ -4,13 +4,15 @@
 //
 // Two threads, so that database round trips never delay a publish:
 //  - the claimer (PostgreSQL) claims runs into an in-memory schedule (bounded by count and
-//    bytes) and records confirmed runs in batches;
+//    bytes) every poll interval, at once while a backlog remains or when woken, and records
+//    confirmed runs in batches (a confirm never triggers a claim of its own);
 //  - the publisher (RabbitMQ) publishes each run at `due - ttl` into the TTL queue chosen by
 //    the DelayLadder, turning through the rung's lanes, with a bounded window of unconfirmed
 //    publishes.
 //  - the heartbeat (PostgreSQL) keeps this instance's claims alive (live leases, SPEC §5; see
 //    lease_keeper.hpp) and gives back the claims of instances that stopped beating.
-// wake() makes the claimer look at once (a job accepted already due within the horizon).
+// wake() makes the claimer look at once (another instance's claims to take over); wake_for(due)
+// does so only when the next regular claim might come too late for a job accepted due then.
 #pragma once
 
 #include <atomic>
@@ -89,6 +91,7 @@ public:
     // outstanding confirms, records them and gives back unpublished claims.
     void run(std::stop_token stop);
     void wake();
+    void wake_for(TimePoint due);
 
     // Figures for metrics and tests.
     std::size_t in_memory_runs() const;
@@ -142,6 +145,7 @@ private:
     std::size_t in_flight_ = 0;        // published, not yet confirmed
     std::size_t in_memory_bytes_ = 0;  // bodies of scheduled and in-flight runs
     std::vector<HandedOverRun> confirmed_;
+    std::chrono::steady_clock::time_point confirmed_since_{};  // the oldest in confirmed_
     // Claimed runs the broker refused or may not have received: the claimer gives them back to
     // the store at once, so that any instance claims them again (no in-flight run is leaked).
     std::vector<std::string> given_back_;

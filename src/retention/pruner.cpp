@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "common/retry.hpp"
+#include "common/thread_name.hpp"
 
 namespace hourglass::retention {
 
@@ -32,7 +33,10 @@ Pruner::Pruner(RetentionOptions options, metrics::Registry& registry)
                                       "Bytes of hourglass.jobs with its indexes and TOAST")) {
     options_.store.open_connections = nullptr;  // not a pipeline component: not in /readyz
     options_.store.background = true;
-    thread_ = std::jthread([this](std::stop_token stop) { prune_until_stopped(stop); });
+    thread_ = std::jthread([this](std::stop_token stop) {
+        name_this_thread("hg-prune");
+        prune_until_stopped(stop);
+    });
 }
 
 Pruner::~Pruner() = default;  // the jthread asks the loop to stop and joins it

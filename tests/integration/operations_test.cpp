@@ -3,8 +3,10 @@
 // errors as one line, and SIGTERM.
 #include <gmock/gmock.h>
 
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -250,6 +252,29 @@ TEST_F(Operations, status_prints_the_stats_view_as_a_table) {
     const auto missing = run_cli({"status", "--pg-url", pg_url_, "--schema", "hg_no_such_schema"});
     EXPECT_EQ(missing.exit_code, 1);
     EXPECT_THAT(missing.err, HasSubstr("hourglass migrate"));
+}
+
+// `top -H`, `perf` and /proc tell the pipeline's threads apart by name.
+TEST_F(Operations, names_its_threads_after_the_pipeline_stages) {
+    auto& process = start_hourglass();
+    std::set<std::string> names;
+    ASSERT_TRUE(wait_for(
+        [&] {
+            names.clear();
+            for (const auto& task : std::filesystem::directory_iterator(
+                     "/proc/" + std::to_string(process.pid()) + "/task")) {
+                std::ifstream comm(task.path() / "comm");
+                std::string name;
+                std::getline(comm, name);
+                names.insert(name);
+            }
+            return names.count("hg-loader-pub") == 1;
+        },
+        std::chrono::seconds{10}));
+    for (const auto* stage : {"hg-ingest", "hg-loader-claim", "hg-loader-pub", "hg-heartbeat",
+                              "hg-audit", "hg-forward", "hg-signals"}) {
+        EXPECT_EQ(names.count(stage), 1u) << stage;
+    }
 }
 
 // The counts of hourglass.stats come from counters that every write to jobs keeps (migration

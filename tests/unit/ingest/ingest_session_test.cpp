@@ -152,6 +152,7 @@ protected:
     std::stop_source stop;
     std::jthread ingest;
     std::atomic<int> wakes{0};
+    std::atomic<TimePoint> earliest_due_woken_for{};
 
     void start() {
         IngestSeams seams;
@@ -167,7 +168,13 @@ protected:
         };
         seams.now = [] { return kNoon; };
         ingest = std::jthread([this, seams] {
-            run_ingest(options, [this] { ++wakes; }, stop.get_token(), seams);
+            run_ingest(
+                options,
+                [this](TimePoint due) {
+                    earliest_due_woken_for = due;
+                    ++wakes;
+                },
+                stop.get_token(), seams);
         });
     }
     void finish() {
@@ -297,6 +304,21 @@ TEST_F(IngestSessionTest, the_loader_is_woken_only_for_jobs_due_within_the_horiz
     ASSERT_TRUE(eventually(ends_with("ack 2")));
     finish();
     EXPECT_EQ(wakes.load(), 1);
+    EXPECT_EQ(earliest_due_woken_for.load(), kNoon + 60s);
+}
+
+// The loader decides from the earliest due time whether to claim at once (Loader::wake_for).
+TEST_F(IngestSessionTest, the_loader_is_told_the_earliest_due_time_a_commit_accepted) {
+    options.batch_size = 3;
+    options.batch_wait = 1h;
+    world.send(delayed("b", 5000));
+    world.send(delayed("a", 2000));
+    world.send(delayed("c", 9000));
+    start();
+    ASSERT_TRUE(eventually(ends_with("ack 3")));
+    finish();
+    EXPECT_EQ(wakes.load(), 1);
+    EXPECT_EQ(earliest_due_woken_for.load(), kNoon + 2s);
 }
 
 TEST_F(IngestSessionTest, a_batch_ends_at_batch_bytes_of_bodies) {

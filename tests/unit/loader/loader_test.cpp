@@ -43,6 +43,8 @@ struct FakeDatabase {
     bool reachable = true;  // false: every call fails as a lost connection would
     bool heartbeats_fail = false;  // only heartbeats fail (their connection is the one lost)
     int heartbeats = 0;
+    int claims = 0;   // claim_due calls (each a query in PostgreSQL)
+    int records = 0;  // record_handed_over calls with runs to record (each an UPDATE)
     int release_all_calls = 0;
     int leaves = 0;
     std::vector<std::string> released;  // ids given back one by one (release_claims)
@@ -98,6 +100,7 @@ public:
                                       std::optional<TimePoint>) override {
         std::lock_guard lock(db_.mutex);
         db_.check_reachable();
+        ++db_.claims;
         std::vector<ClaimedRun> claimed;
         for (auto& [id, row] : db_.rows) {
             if (claimed.size() == limit) break;
@@ -112,6 +115,7 @@ public:
                             const std::vector<HandedOverRun>& runs) override {
         std::lock_guard lock(db_.mutex);
         db_.check_reachable();
+        if (!runs.empty()) ++db_.records;
         for (const auto& run : runs) {
             auto& row = db_.rows.at(run.id);
             if (row.owner == owner) {
@@ -574,6 +578,51 @@ TEST_F(LoaderTest, a_clean_stop_gives_back_unpublished_claims_and_leaves) {
     EXPECT_FALSE(db.claimed("due-later"));
     EXPECT_TRUE(broker.publishes().empty());
     EXPECT_EQ(db.read([](const FakeDatabase& d) { return d.leaves; }), 1);
+}
+
+// Each confirm wakes the claimer to record hand-overs; it must not claim again each time
+// (at 1,000 jobs/s that was a claim query every few milliseconds).
+TEST_F(LoaderTest, claims_once_per_poll_interval_however_many_confirms_arrive) {
+    for (int i = 0; i < 40; ++i) db.add("job-" + std::to_string(100 + i), in(200ms + i * 20ms));
+    auto slow_poll = options();
+    slow_poll.poll_interval = 5s;
+    start(std::move(slow_poll));
+    ASSERT_TRUE(eventually([&] { return db.handed_over() == 40; }));
+    EXPECT_EQ(db.read([](const FakeDatabase& d) { return d.claims; }), 1);
+}
+
+// Runs confirmed one by one, a millisecond apart, are recorded together (kRecordEvery).
+TEST_F(LoaderTest, records_runs_confirmed_close_together_in_one_update) {
+    for (int i = 0; i < 40; ++i) db.add("job-" + std::to_string(100 + i), in(300ms + i * 1ms));
+    start(options());
+    ASSERT_TRUE(eventually([&] { return db.handed_over() == 40; }));
+    EXPECT_LE(db.read([](const FakeDatabase& d) { return d.records; }), 2);
+}
+
+TEST_F(LoaderTest, a_wake_for_a_run_due_before_the_next_claim_claims_it_at_once) {
+    auto slow_poll = options();
+    slow_poll.horizon = 20s;
+    slow_poll.poll_interval = 1s;
+    start(std::move(slow_poll));
+    ASSERT_TRUE(eventually([&] { return db.read([](const FakeDatabase& d) { return d.claims; }) == 1; }));
+
+    // Due after the next regular claim (1 s) plus the margin (1 s): no claim until that one.
+    db.add("in-ten-seconds", in(10s));
+    loader->wake_for(in(10s));
+    std::this_thread::sleep_for(300ms);
+    EXPECT_FALSE(db.claimed("in-ten-seconds"));
+    EXPECT_TRUE(eventually([&] { return db.claimed("in-ten-seconds"); }, 3s));
+
+    // Due sooner: claimed at once, well before the next regular claim.
+    db.add("in-half-a-second", in(500ms));
+    const auto woken = std::chrono::steady_clock::now();
+    loader->wake_for(in(500ms));
+    const auto handed_over = [&](const std::string& id) {
+        return db.read([&](const FakeDatabase& d) { return d.rows.at(id).handed_over; });
+    };
+    ASSERT_TRUE(eventually([&] { return db.claimed("in-half-a-second") || handed_over("in-half-a-second"); }));
+    EXPECT_LT(std::chrono::steady_clock::now() - woken, 400ms);
+    EXPECT_TRUE(eventually([&] { return handed_over("in-half-a-second"); }));
 }
 
 TEST_F(LoaderTest, holds_no_more_runs_in_memory_than_allowed) {

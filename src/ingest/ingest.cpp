@@ -3,8 +3,8 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <optional>
 #include <deque>
+#include <optional>
 
 #include "amqp/confirm_tracker.hpp"
 #include "common/retry.hpp"

@@ -4,8 +4,9 @@
 //
 // Two threads, so that database round trips never delay a publish:
 //  - the claimer (PostgreSQL) claims runs into an in-memory schedule (bounded by count and
-//    bytes) every poll interval, at once while a backlog remains or when woken, and records
-//    confirmed runs in batches (a confirm never triggers a claim of its own);
+//    bytes) every poll interval, at once when woken, and back to back while each claim fills
+//    its batch (then also as confirms free memory); it marks confirmed runs `enqueued` in
+//    batches, once the oldest has waited 50 ms;
 //  - the publisher (RabbitMQ) publishes each run at `due - ttl` into the TTL queue chosen by
 //    the DelayLadder, turning through the rung's lanes, with a bounded window of unconfirmed
 //    publishes.

@@ -22,12 +22,12 @@ constexpr auto kConfirmPoll = std::chrono::microseconds{1000};
 constexpr auto kIdleWait = Milliseconds{100};
 constexpr auto kShutdownConfirmWait = std::chrono::seconds{5};
 // A job accepted due sooner than the next regular claim plus this wakes the claimer. Later
-// ones wait for that claim: a run claimed later only goes to a lower rung of the ladder, and
-// claiming on every commit cost PostgreSQL a claim per ingest batch (a third of a core at
-// 1,000 jobs/s on the 2-core bench machine, competing with the publisher for the CPU).
+// ones wait for that claim: a run claimed later only goes to a lower rung of the ladder, while
+// claiming after every commit and confirm made 10,622 claim queries in a steady 1,000 jobs/s
+// run of 60 s (305 now), on the CPU the publisher needs.
 constexpr auto kClaimMargin = Milliseconds{1000};
 // Confirmed runs are recorded together once the oldest has waited this long (or a claim batch
-// of them is ready): one UPDATE per confirm was 80 round trips a second at 1,000 jobs/s. It
+// of them is ready): one UPDATE per confirm made 9,848 in that run (1,555 now). It
 // only widens the window in which a crash can cause a duplicate (SPEC §5, at least once).
 constexpr auto kRecordEvery = Milliseconds{50};
 

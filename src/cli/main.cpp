@@ -112,6 +112,12 @@ void add_service_options(CLI::App& run, ServiceOptions& options) {
                    "Delay queues per TTL, released by the broker in parallel (1-16, default 4)")
         ->envname("HOURGLASS_DELAY_LANES")
         ->check(CLI::Range(1u, hourglass::delay::kMaxDelayLanes));
+    run.add_option("--realtime-publisher", options.realtime_publisher,
+                   "auto: the loader's publisher thread asks for real-time scheduling "
+                   "(SCHED_FIFO), so that hand-overs leave on time on a busy machine, and keeps "
+                   "normal scheduling if refused; off: never ask (default auto)")
+        ->envname("HOURGLASS_REALTIME_PUBLISHER")
+        ->check(CLI::IsMember({"auto", "off"}));
     run.add_option("--max-body", options.max_body, "Largest accepted body in bytes")
         ->envname("HOURGLASS_MAX_BODY");
     run.add_option("--allow-exchange", options.allow_exchange,

@@ -49,6 +49,9 @@ LoaderSeams with_defaults(LoaderSeams seams, const LoaderOptions& options) {
     }
     if (!seams.now) seams.now = [] { return now_us(); };
     if (!seams.steady_now) seams.steady_now = [] { return std::chrono::steady_clock::now(); };
+    if (!seams.make_publisher_realtime) {
+        seams.make_publisher_realtime = [] { return make_this_thread_realtime(kPublisherRealtimePriority); };
+    }
     return seams;
 }
 }  // namespace
@@ -91,6 +94,7 @@ void Loader::run(std::stop_token stop) {
     });
     std::jthread publisher([this, stop](std::stop_token) {
         name_this_thread("hg-loader-pub");
+        make_publisher_realtime();
         publish_loop(stop);
     });
     claim_loop(stop);
@@ -132,6 +136,21 @@ void Loader::give_back(const std::vector<Settled>& runs) {
         in_flight_ -= std::min(in_flight_, runs.size());
     }
     claimer_wake_.notify_one();
+}
+
+void Loader::make_publisher_realtime() {
+    if (options_.realtime_publisher == RealtimeMode::off) return;
+    const int error = seams_.make_publisher_realtime();
+    metrics_.set_publisher_realtime(error == 0);
+    if (error == 0) {
+        spdlog::info("loader: the publisher thread runs under real-time scheduling (SCHED_FIFO)");
+    } else {
+        // Not a fault: most deployments do not grant it. Hand-overs are then as punctual as
+        // the machine's load lets a normal thread be (hourglass_handover_lateness_seconds).
+        spdlog::info("loader: the publisher thread keeps normal scheduling, real-time was "
+                     "refused: {}",
+                     realtime_refused_reason(error));
+    }
 }
 
 void Loader::heartbeat_loop(std::stop_token stop) {
@@ -450,6 +469,7 @@ void Loader::publish_session(std::stop_token stop) {
             TimePoint next_publish = clock_now() + kIdleWait;
             // Only while this instance's claims are surely its own (live leases).
             const bool may_publish = leases_.may_publish(seams_.steady_now());
+            bool window_full = false;
             {
                 std::lock_guard lock(mutex_);
                 if (!stop.stop_requested() && may_publish) {
@@ -460,6 +480,7 @@ void Loader::publish_session(std::stop_token stop) {
                         schedule_.pop();
                         ++in_flight_;
                     }
+                    window_full = in_flight_ >= options_.max_unconfirmed;
                     if (!schedule_.empty()) next_publish = std::min(next_publish, schedule_.top().publish_at);
                 }
             }
@@ -497,7 +518,11 @@ void Loader::publish_session(std::stop_token stop) {
             if (!in_flight.empty()) {
                 const auto until_publish = std::chrono::duration_cast<std::chrono::microseconds>(
                     next_publish - clock_now());
-                const auto wait = std::clamp(until_publish, std::chrono::microseconds{0}, kConfirmPoll);
+                // With the window full only a confirm lets the next run go: wait for one. Waiting
+                // for the next publish instant, already past, would poll without sleeping (and
+                // a real-time publisher would then keep a CPU from the broker that confirms).
+                const auto wait = window_full ? std::chrono::microseconds{kIdleWait}
+                                              : std::clamp(until_publish, std::chrono::microseconds{0}, kConfirmPoll);
                 for (auto event = channel->next_event(wait); event;
                      event = channel->next_event(std::chrono::microseconds{0})) {
                     if (const auto* confirm = std::get_if<amqp::Confirm>(&*event)) settle(*confirm);

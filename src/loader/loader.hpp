@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "amqp/connection.hpp"
+#include "common/thread_priority.hpp"
 #include "delay/topology.hpp"
 #include "hourglass/job.hpp"
 #include "hourglass/metrics.hpp"
@@ -55,6 +56,8 @@ struct LoaderOptions {
     // False with --no-audit: the runs this loader hands over are recorded as unaudited, so that
     // an instance with the audit never takes them for lost runs and re-sends them.
     bool releases_observed = true;
+    // --realtime-publisher: the publisher thread asks for SCHED_FIFO (common/thread_priority.hpp).
+    RealtimeMode realtime_publisher = RealtimeMode::automatic;
     std::size_t claim_batch = 1000;
     std::size_t max_unconfirmed = kDefaultMaxUnconfirmed;
     std::size_t max_in_memory_runs = 50000;     // claimed runs waiting for their publish time
@@ -76,6 +79,8 @@ struct LoaderSeams {
     std::function<std::chrono::sys_time<std::chrono::microseconds>()> now;
     // The monotonic clock of heartbeats and leases.
     std::function<std::chrono::steady_clock::time_point()> steady_now;
+    // Puts the calling (publisher) thread under real-time scheduling; 0 or an errno.
+    std::function<int()> make_publisher_realtime;
 };
 
 // Computes what a confirmed run leaves behind (next run of a recurring job); set by cron.
@@ -111,6 +116,8 @@ private:
     void heartbeat_loop(std::stop_token stop);
     void forget_lost_claims(store::ClaimStore& store);
     void follow_database_clock(std::chrono::microseconds offset);
+    // Asks for real-time scheduling of the calling publisher thread, as --realtime-publisher says.
+    void make_publisher_realtime();
     void publish_loop(std::stop_token stop);
     void publish_session(std::stop_token stop);
     // The run as published into the delay queue of its TTL and of `lane` (delay lanes);

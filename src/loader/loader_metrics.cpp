@@ -20,7 +20,11 @@ LoaderMetrics::LoaderMetrics(metrics::Registry& registry)
       clock_offset_seconds_(registry.add_gauge(
           "hourglass_clock_offset_seconds",
           "PostgreSQL's clock minus this host's, measured at each heartbeat; due times are "
-          "compared on PostgreSQL's clock")) {}
+          "compared on PostgreSQL's clock")),
+      publisher_realtime_(registry.add_gauge(
+          "hourglass_publisher_realtime",
+          "1 when the loader's publisher thread runs under real-time scheduling (SCHED_FIFO, "
+          "--realtime-publisher auto and permitted), 0 otherwise")) {}
 
 void LoaderMetrics::observe_handover_lateness(std::chrono::microseconds lateness) noexcept {
     handover_lateness_seconds_.observe(std::chrono::duration<double>(lateness).count());

@@ -1,5 +1,5 @@
 // The loader's series (/metrics): runs handed over and re-sent, how late each hand-over was,
-// publishes awaiting a confirm, and the clock offset to PostgreSQL.
+// publishes awaiting a confirm, the clock offset to PostgreSQL and the publisher's scheduling.
 #pragma once
 
 #include <chrono>
@@ -24,6 +24,8 @@ public:
         unconfirmed_publishes_.set(static_cast<double>(publishes));
     }
     void set_clock_offset(std::chrono::microseconds offset) noexcept;
+    // Whether the publisher thread got real-time scheduling (--realtime-publisher).
+    void set_publisher_realtime(bool realtime) noexcept { publisher_realtime_.set(realtime ? 1 : 0); }
 
 private:
     metrics::Counter& runs_enqueued_;
@@ -31,6 +33,7 @@ private:
     metrics::Histogram& handover_lateness_seconds_;
     metrics::Gauge& unconfirmed_publishes_;
     metrics::Gauge& clock_offset_seconds_;
+    metrics::Gauge& publisher_realtime_;
 };
 
 }  // namespace hourglass::loader

@@ -2,14 +2,17 @@
 // database, the schedule/cancel/status commands, secrets kept out of every output, start-up
 // errors as one line, and SIGTERM.
 #include <gmock/gmock.h>
+#include <sched.h>
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <thread>
 
+#include "common/thread_priority.hpp"
 #include "integration/harness.hpp"
 #include "store/job_store.hpp"
 #include "support/prometheus_text.hpp"
@@ -274,6 +277,49 @@ TEST_F(Operations, names_its_threads_after_the_pipeline_stages) {
     for (const auto* stage : {"hg-ingest", "hg-loader-claim", "hg-loader-pub", "hg-heartbeat",
                               "hg-audit", "hg-forward", "hg-signals"}) {
         EXPECT_EQ(names.count(stage), 1u) << stage;
+    }
+}
+
+// The scheduling policy of each thread of `pid`, by thread name.
+std::map<std::string, int> scheduling_policies(pid_t pid) {
+    std::map<std::string, int> policies;
+    for (const auto& task : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task")) {
+        std::ifstream comm(task.path() / "comm");
+        std::string name;
+        std::getline(comm, name);
+        policies[name] = sched_getscheduler(std::stoi(task.path().filename().string()));
+    }
+    return policies;
+}
+
+// --realtime-publisher auto: the publisher thread, and it alone, runs SCHED_FIFO whenever the
+// process may (these tests' own thread tells whether it may here); `off` never asks.
+TEST_F(Operations, the_publisher_thread_alone_runs_realtime_when_the_process_may) {
+    int probe = -1;
+    std::jthread([&] { probe = make_this_thread_realtime(kPublisherRealtimePriority); }).join();
+    const bool permitted = probe == 0;
+    for (const bool off : {false, true}) {
+        auto& process = start_hourglass(off ? std::vector<std::string>{"--realtime-publisher", "off"}
+                                            : std::vector<std::string>{});
+        wait_until_http_ready(process);
+        const bool expect_realtime = permitted && !off;
+        const int publisher_policy = expect_realtime ? (SCHED_FIFO | SCHED_RESET_ON_FORK) : SCHED_OTHER;
+        std::map<std::string, int> policies;
+        EXPECT_TRUE(wait_for(
+            [&] {
+                policies = scheduling_policies(process.pid());
+                return policies.count("hg-loader-pub") == 1 &&
+                       policies.at("hg-loader-pub") == publisher_policy;
+            },
+            10s))
+            << "off " << off << ", permitted " << permitted;
+        for (const auto& [name, policy] : policies) {
+            if (name != "hg-loader-pub") {
+                EXPECT_EQ(policy, SCHED_OTHER) << name;
+            }
+        }
+        EXPECT_EQ(series(scrape(process), "hourglass_publisher_realtime"), expect_realtime ? 1 : 0);
+        process.terminate();
     }
 }
 

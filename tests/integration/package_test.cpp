@@ -67,6 +67,12 @@ TEST_F(Package, deb_installs_verifies_runs_a_job_and_purges_cleanly) {
                                   "CapabilityBoundingSet=\n", "ProtectHome=yes"}) {
         EXPECT_NE(unit.find(hardening), std::string::npos) << hardening;
     }
+    // The publisher may ask for real-time scheduling (lowest priority only), and a refused
+    // system call fails instead of killing the service.
+    for (const auto* permit : {"LimitRTPRIO=1\n", "SystemCallFilter=sched_setscheduler\n",
+                               "SystemCallErrorNumber=EPERM\n"}) {
+        EXPECT_NE(unit.find(permit), std::string::npos) << permit;
+    }
 
     // The packaged binary with the packaged config, against the test services: a job goes through.
     start_hourglass({"--config", "/etc/hourglass/hourglass.toml"}, "/usr/bin/hourglass");

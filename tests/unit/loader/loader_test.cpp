@@ -4,17 +4,21 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <deque>
+#include <fstream>
 #include <map>
 #include <mutex>
 #include <set>
 #include <thread>
 
 #include "loader/loader.hpp"
+#include "support/prometheus_text.hpp"
 
 namespace hourglass::loader {
 namespace {
 
+namespace prometheus = hourglass::testing::prometheus;
 using namespace std::chrono_literals;
 using Micros = std::chrono::sys_time<std::chrono::microseconds>;
 
@@ -171,6 +175,8 @@ struct FakeBroker {
     std::deque<Answer> next_answers;  // then ack
     std::vector<Published> published;
     int channels_opened = 0;
+    bool hold_confirms = false;  // true: publishes are confirmed only once it is false again
+    int empty_polls_without_wait = 0;  // next_event(0) calls that found nothing
 
     void answer_next(std::initializer_list<Answer> answers) {
         std::lock_guard lock(mutex);
@@ -200,11 +206,12 @@ public:
     std::optional<amqp::Event> next_event(std::chrono::microseconds timeout) override {
         {
             std::lock_guard lock(broker_.mutex);
-            if (!confirms_.empty()) {
+            if (!confirms_.empty() && !broker_.hold_confirms) {
                 const auto confirm = confirms_.front();
                 confirms_.pop_front();
                 return amqp::Event{confirm};
             }
+            if (timeout.count() == 0) ++broker_.empty_polls_without_wait;
         }
         std::this_thread::sleep_for(std::min(timeout, std::chrono::microseconds{1000}));
         return std::nullopt;
@@ -240,6 +247,16 @@ protected:
             return std::make_unique<FakeChannel>(broker, [this] { return clock(); });
         };
         seams.now = [this] { return clock(); };
+        // Real-time scheduling is asked for, never granted to a unit test's thread.
+        seams.make_publisher_realtime = [this] {
+            std::ifstream comm("/proc/thread-self/comm");
+            std::string thread_name;
+            std::getline(comm, thread_name);
+            std::lock_guard lock(realtime_mutex);
+            realtime_asked_by.push_back(thread_name);
+            return realtime_answer;
+        };
+        metrics = loader_options.metrics;
         ladder.emplace(delay::DelayLadder::for_horizon(loader_options.horizon));
         names = loader_options.topology.names;
         lanes = loader_options.topology.delay_lanes;
@@ -268,8 +285,21 @@ protected:
         return publish.at;
     }
 
+    // The loader's series, rendered and parsed.
+    double metric(const std::string& name) const {
+        return prometheus::parse(metrics->registry().render_prometheus()).value(name);
+    }
+    std::vector<std::string> realtime_requests() {
+        std::lock_guard lock(realtime_mutex);
+        return realtime_asked_by;
+    }
+
     FakeDatabase db;
     FakeBroker broker;
+    std::shared_ptr<metrics::ServiceMetrics> metrics;
+    std::mutex realtime_mutex;
+    int realtime_answer = EPERM;                  // what make_publisher_realtime returns
+    std::vector<std::string> realtime_asked_by;  // the names of the threads that asked
     std::atomic<std::chrono::microseconds> offset{std::chrono::microseconds{0}};
     std::optional<delay::DelayLadder> ladder;
     delay::TopologyNames names;
@@ -589,6 +619,65 @@ TEST_F(LoaderTest, claims_once_per_poll_interval_however_many_confirms_arrive) {
     start(std::move(slow_poll));
     ASSERT_TRUE(eventually([&] { return db.handed_over() == 40; }));
     EXPECT_EQ(db.read([](const FakeDatabase& d) { return d.claims; }), 1);
+}
+
+// --realtime-publisher auto: the publisher thread (the one whose timing makes releases late or
+// not) asks once for real-time scheduling, and the gauge says whether it got it.
+TEST_F(LoaderTest, the_publisher_thread_asks_for_realtime_scheduling_and_reports_the_answer) {
+    realtime_answer = 0;
+    db.add("on-time", in(300ms));
+    start(options());
+    ASSERT_TRUE(eventually([&] { return db.handed_over() == 1; }));
+    EXPECT_EQ(realtime_requests(), std::vector<std::string>{"hg-loader-pub"});
+    EXPECT_EQ(metric("hourglass_publisher_realtime"), 1);
+}
+
+// Refused (no CAP_SYS_NICE, no RLIMIT_RTPRIO): the loader goes on with normal scheduling.
+TEST_F(LoaderTest, a_refused_realtime_request_changes_nothing_but_the_gauge) {
+    realtime_answer = EPERM;
+    db.add("on-time", in(300ms));
+    start(options());
+    ASSERT_TRUE(eventually([&] { return db.handed_over() == 1; }));
+    EXPECT_EQ(realtime_requests().size(), 1u);
+    EXPECT_EQ(metric("hourglass_publisher_realtime"), 0);
+}
+
+TEST_F(LoaderTest, with_realtime_off_the_publisher_never_asks) {
+    realtime_answer = 0;
+    db.add("on-time", in(300ms));
+    auto off = options();
+    off.realtime_publisher = RealtimeMode::off;
+    start(std::move(off));
+    ASSERT_TRUE(eventually([&] { return db.handed_over() == 1; }));
+    EXPECT_TRUE(realtime_requests().empty());
+    EXPECT_EQ(metric("hourglass_publisher_realtime"), 0);
+}
+
+// A slow broker: the confirm window is full while more runs are due. The publisher must wait
+// for a confirm, not poll in a loop (as a real-time thread that would keep a CPU from the
+// broker whose confirms it waits for).
+TEST_F(LoaderTest, waits_for_a_confirm_without_polling_in_a_loop_while_the_window_is_full) {
+    for (int i = 0; i < 6; ++i) db.add("job-" + std::to_string(i), in(200ms));
+    {
+        std::lock_guard lock(broker.mutex);
+        broker.hold_confirms = true;
+    }
+    auto small_window = options();
+    small_window.max_unconfirmed = 2;
+    start(std::move(small_window));
+    ASSERT_TRUE(eventually([&] { return broker.publishes().size() == 2; }));
+    const auto polls_before = [&] {
+        std::lock_guard lock(broker.mutex);
+        return broker.empty_polls_without_wait;
+    }();
+    std::this_thread::sleep_for(300ms);  // every run is due, the window stays full
+    {
+        std::lock_guard lock(broker.mutex);
+        EXPECT_LE(broker.empty_polls_without_wait - polls_before, 20);
+        EXPECT_EQ(broker.published.size(), 2u);
+        broker.hold_confirms = false;
+    }
+    EXPECT_TRUE(eventually([&] { return db.handed_over() == 6; }));
 }
 
 // Runs confirmed one by one, a millisecond apart, are recorded together (kRecordEvery).

@@ -39,7 +39,7 @@ struct ServiceOptions {
     std::size_t max_unconfirmed = loader::kDefaultMaxUnconfirmed;
     unsigned delay_lanes = delay::kDefaultDelayLanes;
     bool no_audit = false;
-    std::string realtime_publisher = "auto";  // or "off"
+    std::string realtime_publisher = "off";  // or "auto"
     // RE2 regular expression an x-hourglass-exchange target must match as a whole;
     // empty: no exchange other than <prefix>.out is allowed (SPEC §3.1).
     std::string allow_exchange;

@@ -293,16 +293,17 @@ std::map<std::string, int> scheduling_policies(pid_t pid) {
 }
 
 // --realtime-publisher auto: the publisher thread, and it alone, runs SCHED_FIFO whenever the
-// process may (these tests' own thread tells whether it may here); `off` never asks.
+// process may (these tests' own thread tells whether it may here); `off`, the default, never asks.
 TEST_F(Operations, the_publisher_thread_alone_runs_realtime_when_the_process_may) {
     int probe = -1;
     std::jthread([&] { probe = make_this_thread_realtime(kPublisherRealtimePriority); }).join();
     const bool permitted = probe == 0;
-    for (const bool off : {false, true}) {
-        auto& process = start_hourglass(off ? std::vector<std::string>{"--realtime-publisher", "off"}
-                                            : std::vector<std::string>{});
+    for (const std::string setting : {"auto", "off", "(default)"}) {
+        auto& process = start_hourglass(setting == "(default)"
+                                            ? std::vector<std::string>{}
+                                            : std::vector<std::string>{"--realtime-publisher", setting});
         wait_until_http_ready(process);
-        const bool expect_realtime = permitted && !off;
+        const bool expect_realtime = permitted && setting == "auto";
         const int publisher_policy = expect_realtime ? (SCHED_FIFO | SCHED_RESET_ON_FORK) : SCHED_OTHER;
         std::map<std::string, int> policies;
         EXPECT_TRUE(wait_for(
@@ -312,7 +313,7 @@ TEST_F(Operations, the_publisher_thread_alone_runs_realtime_when_the_process_may
                        policies.at("hg-loader-pub") == publisher_policy;
             },
             10s))
-            << "off " << off << ", permitted " << permitted;
+            << setting << ", permitted " << permitted;
         for (const auto& [name, policy] : policies) {
             if (name != "hg-loader-pub") {
                 EXPECT_EQ(policy, SCHED_OTHER) << name;

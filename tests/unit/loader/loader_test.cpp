@@ -626,7 +626,9 @@ TEST_F(LoaderTest, claims_once_per_poll_interval_however_many_confirms_arrive) {
 TEST_F(LoaderTest, the_publisher_thread_asks_for_realtime_scheduling_and_reports_the_answer) {
     realtime_answer = 0;
     db.add("on-time", in(300ms));
-    start(options());
+    auto realtime = options();
+    realtime.realtime_publisher = RealtimeMode::automatic;
+    start(std::move(realtime));
     ASSERT_TRUE(eventually([&] { return db.handed_over() == 1; }));
     EXPECT_EQ(realtime_requests(), std::vector<std::string>{"hg-loader-pub"});
     EXPECT_EQ(metric("hourglass_publisher_realtime"), 1);
@@ -636,18 +638,18 @@ TEST_F(LoaderTest, the_publisher_thread_asks_for_realtime_scheduling_and_reports
 TEST_F(LoaderTest, a_refused_realtime_request_changes_nothing_but_the_gauge) {
     realtime_answer = EPERM;
     db.add("on-time", in(300ms));
-    start(options());
+    auto realtime = options();
+    realtime.realtime_publisher = RealtimeMode::automatic;
+    start(std::move(realtime));
     ASSERT_TRUE(eventually([&] { return db.handed_over() == 1; }));
     EXPECT_EQ(realtime_requests().size(), 1u);
     EXPECT_EQ(metric("hourglass_publisher_realtime"), 0);
 }
 
-TEST_F(LoaderTest, with_realtime_off_the_publisher_never_asks) {
+TEST_F(LoaderTest, with_realtime_off_the_default_the_publisher_never_asks) {
     realtime_answer = 0;
     db.add("on-time", in(300ms));
-    auto off = options();
-    off.realtime_publisher = RealtimeMode::off;
-    start(std::move(off));
+    start(options());
     ASSERT_TRUE(eventually([&] { return db.handed_over() == 1; }));
     EXPECT_TRUE(realtime_requests().empty());
     EXPECT_EQ(metric("hourglass_publisher_realtime"), 0);

@@ -67,6 +67,18 @@ TEST_F(Package, deb_installs_verifies_runs_a_job_and_purges_cleanly) {
                                   "CapabilityBoundingSet=\n", "ProtectHome=yes"}) {
         EXPECT_NE(unit.find(hardening), std::string::npos) << hardening;
     }
+    // The unit's command line parses (the command comes before its flags): it gets as far as
+    // connecting, to nothing here.
+    const std::string_view key = "ExecStart=";
+    const auto exec_line = unit.find(key);
+    ASSERT_NE(exec_line, std::string::npos);
+    const auto exec_start =
+        unit.substr(exec_line + key.size(), unit.find('\n', exec_line) - exec_line - key.size());
+    const auto started = run_shell("timeout 20 " + exec_start +
+                                   " --http off --pg-url postgresql://127.0.0.1:1/none 2>&1");
+    EXPECT_EQ(started.output.find("not expected"), std::string::npos) << exec_start << ": " << started.output;
+    EXPECT_NE(started.output.find("cannot connect to PostgreSQL"), std::string::npos)
+        << exec_start << ": " << started.output;
     // The publisher may ask for real-time scheduling (lowest priority only), and a refused
     // system call fails instead of killing the service.
     for (const auto* permit : {"LimitRTPRIO=1\n", "SystemCallFilter=sched_setscheduler\n",

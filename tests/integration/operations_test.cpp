@@ -4,9 +4,9 @@
 #include <gmock/gmock.h>
 #include <sched.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -257,6 +257,22 @@ TEST_F(Operations, status_prints_the_stats_view_as_a_table) {
     EXPECT_THAT(missing.err, HasSubstr("hourglass migrate"));
 }
 
+// Each thread of `pid`: its name and its scheduling policy.
+struct ThreadInfo {
+    std::string name;
+    int policy = -1;
+};
+std::vector<ThreadInfo> threads_of(pid_t pid) {
+    std::vector<ThreadInfo> threads;
+    for (const auto& task : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task")) {
+        std::ifstream comm(task.path() / "comm");
+        std::string name;
+        std::getline(comm, name);
+        threads.push_back({name, sched_getscheduler(std::stoi(task.path().filename().string()))});
+    }
+    return threads;
+}
+
 // `top -H`, `perf` and /proc tell the pipeline's threads apart by name.
 TEST_F(Operations, names_its_threads_after_the_pipeline_stages) {
     auto& process = start_hourglass();
@@ -264,13 +280,7 @@ TEST_F(Operations, names_its_threads_after_the_pipeline_stages) {
     ASSERT_TRUE(wait_for(
         [&] {
             names.clear();
-            for (const auto& task : std::filesystem::directory_iterator(
-                     "/proc/" + std::to_string(process.pid()) + "/task")) {
-                std::ifstream comm(task.path() / "comm");
-                std::string name;
-                std::getline(comm, name);
-                names.insert(name);
-            }
+            for (const auto& thread : threads_of(process.pid())) names.insert(thread.name);
             return names.count("hg-loader-pub") == 1;
         },
         std::chrono::seconds{10}));
@@ -278,18 +288,6 @@ TEST_F(Operations, names_its_threads_after_the_pipeline_stages) {
                               "hg-audit", "hg-forward", "hg-signals"}) {
         EXPECT_EQ(names.count(stage), 1u) << stage;
     }
-}
-
-// The scheduling policy of each thread of `pid`, by thread name.
-std::map<std::string, int> scheduling_policies(pid_t pid) {
-    std::map<std::string, int> policies;
-    for (const auto& task : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task")) {
-        std::ifstream comm(task.path() / "comm");
-        std::string name;
-        std::getline(comm, name);
-        policies[name] = sched_getscheduler(std::stoi(task.path().filename().string()));
-    }
-    return policies;
 }
 
 // --realtime-publisher auto: the publisher thread, and it alone, runs SCHED_FIFO whenever the
@@ -305,18 +303,19 @@ TEST_F(Operations, the_publisher_thread_alone_runs_realtime_when_the_process_may
         wait_until_http_ready(process);
         const bool expect_realtime = permitted && setting == "auto";
         const int publisher_policy = expect_realtime ? (SCHED_FIFO | SCHED_RESET_ON_FORK) : SCHED_OTHER;
-        std::map<std::string, int> policies;
+        std::vector<ThreadInfo> threads;
         EXPECT_TRUE(wait_for(
             [&] {
-                policies = scheduling_policies(process.pid());
-                return policies.count("hg-loader-pub") == 1 &&
-                       policies.at("hg-loader-pub") == publisher_policy;
+                threads = threads_of(process.pid());
+                return std::count_if(threads.begin(), threads.end(), [&](const ThreadInfo& thread) {
+                           return thread.name == "hg-loader-pub" && thread.policy == publisher_policy;
+                       }) == 1;
             },
             10s))
             << setting << ", permitted " << permitted;
-        for (const auto& [name, policy] : policies) {
-            if (name != "hg-loader-pub") {
-                EXPECT_EQ(policy, SCHED_OTHER) << name;
+        for (const auto& thread : threads) {
+            if (thread.name != "hg-loader-pub") {
+                EXPECT_EQ(thread.policy, SCHED_OTHER) << thread.name;
             }
         }
         EXPECT_EQ(series(scrape(process), "hourglass_publisher_realtime"), expect_realtime ? 1 : 0);

@@ -470,10 +470,12 @@ void Loader::publish_session(std::stop_token stop) {
             // Only while this instance's claims are surely its own (live leases).
             const bool may_publish = leases_.may_publish(seams_.steady_now());
             bool window_full = false;
+            TimePoint taken_at{};
             {
                 std::lock_guard lock(mutex_);
                 if (!stop.stop_requested() && may_publish) {
                     const auto now = clock_now();
+                    taken_at = now;
                     while (!schedule_.empty() && schedule_.top().publish_at <= now &&
                            in_flight_ < options_.max_unconfirmed) {
                         due_now.push_back(schedule_.top());
@@ -485,8 +487,11 @@ void Loader::publish_session(std::stop_token stop) {
                 }
             }
             // One instant for the batch: every run in it was due to go by then, so each gets
-            // the TTL of its rung, and the grouping and the publishes agree on the queue.
-            const auto batch_now = clock_now();
+            // the TTL of its rung, and the grouping and the publishes agree on the queue. Never
+            // before the instant the runs were taken at: the one clock can step back (each
+            // heartbeat re-measures PostgreSQL's), and a run published "before" its publish
+            // instant would round up to the next rung's TTL and be released a whole step late.
+            const auto batch_now = std::max(taken_at, clock_now());
             group_releases(due_now, batch_now, next_lane);
             for (std::size_t i = 0; i < due_now.size(); ++i) {
                 auto& scheduled = due_now[i];

@@ -109,7 +109,12 @@ void prepare_statements(pqxx::connection& c) {
               "FROM jsonb_to_recordset($2::jsonb) AS x(id text, run integer, next_due timestamptz, "
               "     audited boolean, with_id text, with_run integer) "
               "LEFT JOIN jobs w ON w.id = x.with_id "
-              "WHERE j.id = x.id AND j.lease_owner = $1 AND j.runs IN (x.run - 1, x.run)");
+              // IS NOT DISTINCT FROM, not =, for the owner (never NULL here) here and in
+              // release_claims: an equality lets the planner pick the partial index of leased
+              // rows, which its statistics, taken before a hotspot, think nearly empty; it then
+              // read every run claimed (50,000 in a hotspot) to record 1,000 (57 ms, 15 ms by id).
+              "WHERE j.id = x.id AND j.lease_owner IS NOT DISTINCT FROM $1 "
+              "AND j.runs IN (x.run - 1, x.run)");
     // The loader (hand-over) and the audit (release) each lock the runs whose release the audit
     // observes, in id order, before anything else (the loader: its runs observed alone and the
     // runs the others are observed with): whichever commits second sees the other's work, so a
@@ -130,7 +135,8 @@ void prepare_statements(pqxx::connection& c) {
     c.prepare("leave", "DELETE FROM instances WHERE id = $1");
     c.prepare("release_claims",
               "UPDATE jobs SET lease_owner = NULL, lease_until = NULL, updated_at = now() "
-              "WHERE lease_owner = $1 AND id IN (SELECT jsonb_array_elements_text($2::jsonb))");
+              "WHERE lease_owner IS NOT DISTINCT FROM $1 "
+              "AND id IN (SELECT jsonb_array_elements_text($2::jsonb))");
     c.prepare("record_releases",
               "UPDATE jobs j SET released_at = to_timestamp(x.released_us / 1000000.0), "
               "released_run = GREATEST(COALESCE(j.released_run, 0), x.run), "

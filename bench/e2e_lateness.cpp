@@ -22,6 +22,7 @@
 #include <iostream>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <queue>
 #include <random>
 #include <thread>
@@ -126,6 +127,9 @@ int main(int argc, char** argv) {
     std::atomic<bool> publishing_done{false};
     std::atomic<std::int64_t> last_due_ms{to_epoch_ms(hotspot ? instant : start)};
     double publish_s = 0;  // steady clock: start .. every command confirmed by the broker
+    // baseline hotspot: the driver's own hand-over of the burst into its TTL queue, first
+    // publish to last confirm (the broker's confirmed publish rate, beside hourglass's loader)
+    std::optional<std::chrono::steady_clock::time_point> handover_start, handover_end;
 
     std::thread publisher([&] {
         Client client(s.amqp_url);
@@ -176,7 +180,12 @@ int main(int argc, char** argv) {
                 batch.push_back(held.top().second);
                 held.pop();
             }
-            if (!batch.empty()) client.publish_all(batch);
+            if (!batch.empty()) {
+                const bool handing_over = baseline && hotspot;
+                if (handing_over && !handover_start) handover_start = std::chrono::steady_clock::now();
+                client.publish_all(batch);  // returns once the broker confirmed every publish
+                if (handing_over) handover_end = std::chrono::steady_clock::now();
+            }
             if (sent == total && held.empty() && !all_made_noted) {
                 publish_s = seconds_between(start_steady, std::chrono::steady_clock::now());
                 all_made_noted = true;
@@ -270,6 +279,12 @@ int main(int argc, char** argv) {
         result["release_span_s"] = span_s;
         result["drain_rate_per_s"] = span_s > 0 ? static_cast<double>(seen.size()) / span_s : 0.0;
         result["baseline_ttl_ms"] = baseline ? s.baseline_ttl_ms : 0;
+        if (handover_start && handover_end) {
+            const double handover_s = seconds_between(*handover_start, *handover_end);
+            result["handed_over_span_s"] = handover_s;
+            result["handed_over_per_s"] = handover_s > 0 ? static_cast<double>(total) / handover_s : 0.0;
+            result["confirm_window"] = s.chunk;
+        }
     } else {
         result["rate"] = s.rate;
         result["duration_s"] = s.duration_s;

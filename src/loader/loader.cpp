@@ -87,10 +87,15 @@ void Loader::run(std::stop_token stop) {
     std::stop_callback wake_on_stop(stop, [this] {
         claimer_wake_.notify_all();
         publisher_wake_.notify_all();
+        recorder_wake_.notify_all();
     });
     std::jthread heartbeat([this, stop](std::stop_token) {
         name_this_thread("hg-heartbeat");
         heartbeat_loop(stop);
+    });
+    std::jthread recorder([this, stop](std::stop_token) {
+        name_this_thread("hg-loader-rec");
+        record_loop(stop);
     });
     std::jthread publisher([this, stop](std::stop_token) {
         name_this_thread("hg-loader-pub");
@@ -121,7 +126,8 @@ void Loader::confirmed(std::vector<HandedOverRun> runs) {
         if (confirmed_.empty()) confirmed_since_ = seams_.steady_now();
         for (auto& run : runs) confirmed_.push_back(std::move(run));
     }
-    claimer_wake_.notify_one();
+    recorder_wake_.notify_one();
+    claimer_wake_.notify_one();  // memory freed: a claim may fill it
 }
 
 template <typename Settled>
@@ -222,17 +228,12 @@ void Loader::claim_loop(std::stop_token stop) {
         bool backlog = true;
         while (true) {
             if (leases_.claims_lost()) forget_lost_claims(store);
-            std::vector<HandedOverRun> handed_over;
             std::vector<std::string> given_back;
-            bool publisher_done = false;
+            bool threads_done = false;  // publisher and recorder, after `stop`
             {
                 std::lock_guard lock(mutex_);
-                const bool record_now = confirmed_.size() >= options_.claim_batch ||
-                                        seams_.steady_now() >= confirmed_since_ + kRecordEvery ||
-                                        stop.stop_requested();
-                if (record_now) handed_over.swap(confirmed_);
                 given_back.swap(given_back_);
-                publisher_done = publisher_done_;
+                threads_done = publisher_done_ && recorder_done_;
             }
             try {
                 store.release_claims(options_.owner, given_back);
@@ -245,19 +246,8 @@ void Loader::claim_loop(std::stop_token stop) {
                 spdlog::info("loader: gave back {} claimed runs the broker did not confirm",
                              given_back.size());
             }
-            try {
-                store.record_handed_over(options_.owner, handed_over);
-            } catch (...) {
-                std::lock_guard lock(mutex_);
-                confirmed_.insert(confirmed_.begin(), handed_over.begin(), handed_over.end());
-                throw;
-            }
-            handed_over_total_ += handed_over.size();
-            metrics_.count_runs_enqueued(handed_over.size());
-            if (!handed_over.empty()) spdlog::debug("loader: {} runs handed over", handed_over.size());
-
             if (stop.stop_requested()) {
-                if (publisher_done) {
+                if (threads_done) {
                     finish_claims(store);
                     return;
                 }
@@ -299,20 +289,66 @@ void Loader::claim_loop(std::stop_token stop) {
                 }
             }
             std::unique_lock lock(mutex_);
-            const bool recording_waits = !confirmed_.empty();
-            const auto wake_at =
-                recording_waits ? std::min(next_claim, confirmed_since_ + kRecordEvery) : next_claim;
             const auto wait = std::max(std::chrono::steady_clock::duration::zero(),
-                                       wake_at - seams_.steady_now());
+                                       next_claim - seams_.steady_now());
             claimer_wake_.wait_for(lock, wait, [&] {
-                // The first confirm starts the recording's wait; a full batch ends it.
-                return wake_requested_ || (!recording_waits && !confirmed_.empty()) ||
-                       confirmed_.size() >= options_.claim_batch || !given_back_.empty() ||
-                       publisher_done_ != publisher_done ||
-                       (stop.stop_requested() && publisher_done_);
+                // With a backlog, confirms that free room for a whole batch (or all of a
+                // smaller limit) start the next claim at once.
+                const auto held = schedule_.size() + in_flight_;
+                const auto room = options_.max_in_memory_runs - std::min(held, options_.max_in_memory_runs);
+                const bool room_for_a_batch =
+                    room >= std::min(options_.claim_batch, options_.max_in_memory_runs) &&
+                    in_memory_bytes_ < options_.max_in_memory_bytes;
+                return wake_requested_ || !given_back_.empty() || (backlog && room_for_a_batch) ||
+                       (publisher_done_ && recorder_done_) != threads_done ||
+                       (stop.stop_requested() && publisher_done_ && recorder_done_);
             });
         }
     });
+}
+
+// Records confirmed runs in batches: a claim batch of them, or once the oldest has waited
+// kRecordEvery. After `stop` it records the publisher's last confirms, then says it is done.
+void Loader::record_loop(std::stop_token stop) {
+    auto store_options = options_.store;
+    store_options.open_connections = nullptr;  // the loader's own connection counts for it
+    run_with_reconnect("loader (recorder)", stop, [&] {
+        const auto store = seams_.open_store(store_options);
+        while (true) {
+            std::vector<HandedOverRun> handed_over;
+            bool ending = false;
+            {
+                std::unique_lock lock(mutex_);
+                while (true) {
+                    ending = stop.stop_requested() && publisher_done_;
+                    const bool oldest_waited =
+                        !confirmed_.empty() && seams_.steady_now() >= confirmed_since_ + kRecordEvery;
+                    if (ending || oldest_waited || confirmed_.size() >= options_.claim_batch) break;
+                    const auto wait = confirmed_.empty()
+                                          ? std::chrono::steady_clock::duration{kIdleWait}
+                                          : confirmed_since_ + kRecordEvery - seams_.steady_now();
+                    recorder_wake_.wait_for(lock, wait);
+                }
+                handed_over.swap(confirmed_);
+            }
+            if (ending && handed_over.empty()) break;
+            try {
+                store->record_handed_over(options_.owner, handed_over);
+            } catch (...) {
+                std::lock_guard lock(mutex_);
+                confirmed_.insert(confirmed_.begin(), handed_over.begin(), handed_over.end());
+                throw;
+            }
+            handed_over_total_ += handed_over.size();
+            metrics_.count_runs_enqueued(handed_over.size());
+            spdlog::debug("loader: {} runs handed over", handed_over.size());
+        }
+    });
+    {
+        std::lock_guard lock(mutex_);
+        recorder_done_ = true;
+    }
+    claimer_wake_.notify_all();
 }
 
 std::optional<TimePoint> Loader::resend_due_before(TimePoint now) {
@@ -420,6 +456,7 @@ void Loader::publish_loop(std::stop_token stop) {
         std::lock_guard lock(mutex_);
         publisher_done_ = true;
     }
+    recorder_wake_.notify_all();
     claimer_wake_.notify_all();
 }
 

@@ -2,11 +2,14 @@
 // to the delay topology with publisher confirms; a run is recorded as handed over only after
 // the broker confirmed it.
 //
-// Two threads, so that database round trips never delay a publish:
+// Threads of their own, so that database round trips never delay a publish, nor a claim a
+// record:
 //  - the claimer (PostgreSQL) claims runs into an in-memory schedule (bounded by count and
 //    bytes) every poll interval, at once when woken, and back to back while each claim fills
-//    its batch (then also as confirms free memory); it marks confirmed runs `enqueued` in
-//    batches, once the oldest has waited 50 ms;
+//    its batch (then also as confirms free memory);
+//  - the recorder (PostgreSQL, its own connection) marks confirmed runs `enqueued` in batches,
+//    once the oldest has waited 50 ms or a claim batch of them is ready: in a hotspot it
+//    records one batch while the claimer claims the next;
 //  - the publisher (RabbitMQ) publishes each run at `due - ttl` into the TTL queue chosen by
 //    the DelayLadder, turning through the rung's lanes, with a bounded window of unconfirmed
 //    publishes.
@@ -72,7 +75,7 @@ struct LoaderOptions {
 // What the loader reaches outside itself. Every member left empty means the real thing
 // (store::JobStore, an AMQP channel, the process's one clock); unit tests inject fakes.
 struct LoaderSeams {
-    // One store per thread (claimer, heartbeat), each with its own connection.
+    // One store per thread (claimer, recorder, heartbeat), each with its own connection.
     std::function<std::unique_ptr<store::ClaimStore>(const store::StoreOptions&)> open_store;
     std::function<std::unique_ptr<ReleaseChannel>()> open_channel;
     // The one clock (SPEC §5): due times are compared on it.
@@ -93,7 +96,7 @@ public:
     Loader(const Loader&) = delete;
     Loader& operator=(const Loader&) = delete;
 
-    // Runs both threads until `stop`; then publishes nothing more, waits (bounded) for
+    // Runs its threads until `stop`; then publishes nothing more, waits (bounded) for
     // outstanding confirms, records them and gives back unpublished claims.
     void run(std::stop_token stop);
     void wake();
@@ -113,6 +116,7 @@ private:
     };
 
     void claim_loop(std::stop_token stop);
+    void record_loop(std::stop_token stop);
     void heartbeat_loop(std::stop_token stop);
     void forget_lost_claims(store::ClaimStore& store);
     void follow_database_clock(std::chrono::microseconds offset);
@@ -149,6 +153,7 @@ private:
     mutable std::mutex mutex_;
     std::condition_variable publisher_wake_;
     std::condition_variable claimer_wake_;
+    std::condition_variable recorder_wake_;
     std::priority_queue<Scheduled, std::vector<Scheduled>, std::greater<>> schedule_;
     std::size_t in_flight_ = 0;        // published, not yet confirmed
     std::size_t in_memory_bytes_ = 0;  // bodies of scheduled and in-flight runs
@@ -160,6 +165,7 @@ private:
     std::uint64_t schedule_generation_ = 0;  // bumped on every push: the publisher re-plans
     bool wake_requested_ = false;
     bool publisher_done_ = false;
+    bool recorder_done_ = false;  // every confirmed run recorded after the publisher stopped
     std::atomic<std::uint64_t> handed_over_total_{0};
     // Claimer thread only: since when the loader and the audit are connected without a break.
     std::optional<TimePoint> observing_since_;

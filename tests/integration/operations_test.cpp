@@ -284,8 +284,8 @@ TEST_F(Operations, names_its_threads_after_the_pipeline_stages) {
             return names.count("hg-loader-pub") == 1;
         },
         std::chrono::seconds{10}));
-    for (const auto* stage : {"hg-ingest", "hg-loader-claim", "hg-loader-pub", "hg-heartbeat",
-                              "hg-audit", "hg-forward", "hg-signals"}) {
+    for (const auto* stage : {"hg-ingest", "hg-loader-claim", "hg-loader-rec", "hg-loader-pub",
+                              "hg-heartbeat", "hg-audit", "hg-forward", "hg-signals"}) {
         EXPECT_EQ(names.count(stage), 1u) << stage;
     }
 }

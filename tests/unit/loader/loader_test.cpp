@@ -5,10 +5,12 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <condition_variable>
 #include <deque>
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -48,6 +50,9 @@ struct FakeDatabase {
     bool heartbeats_fail = false;  // only heartbeats fail (their connection is the one lost)
     int heartbeats = 0;
     int claims = 0;   // claim_due calls (each a query in PostgreSQL)
+    // Set: claims past this many wait until open_claims(), as a slow claim query would.
+    std::optional<int> claims_allowed;
+    std::condition_variable claims_opened;
     int records = 0;  // record_handed_over calls with runs to record (each an UPDATE)
     int release_all_calls = 0;
     int leaves = 0;
@@ -64,6 +69,13 @@ struct FakeDatabase {
     void add(ClaimedRun run) {
         std::lock_guard lock(mutex);
         rows[run.id] = Row{run, "", false, false, std::nullopt};
+    }
+    void open_claims() {
+        {
+            std::lock_guard lock(mutex);
+            claims_allowed.reset();
+        }
+        claims_opened.notify_all();
     }
     void set_reachable(bool value) {
         std::lock_guard lock(mutex);
@@ -102,7 +114,8 @@ public:
     std::vector<ClaimedRun> claim_due(const std::string& owner, TimePoint horizon_end,
                                       std::size_t limit, Milliseconds,
                                       std::optional<TimePoint>) override {
-        std::lock_guard lock(db_.mutex);
+        std::unique_lock lock(db_.mutex);
+        db_.claims_opened.wait(lock, [&] { return !db_.claims_allowed || db_.claims < *db_.claims_allowed; });
         db_.check_reachable();
         ++db_.claims;
         std::vector<ClaimedRun> claimed;
@@ -267,7 +280,10 @@ protected:
         thread.request_stop();
         if (thread.joinable()) thread.join();
     }
-    void TearDown() override { stop(); }
+    void TearDown() override {
+        db.open_claims();
+        stop();
+    }
 
     // The one clock, which the test may set ahead of the host's, or make step back 1 ms at
     // every other reading, as a heartbeat re-measuring PostgreSQL's clock may at any moment.
@@ -710,6 +726,19 @@ TEST_F(LoaderTest, waits_for_a_confirm_without_polling_in_a_loop_while_the_windo
 }
 
 // Runs confirmed one by one, a millisecond apart, are recorded together (kRecordEvery).
+// The recorder has a connection of its own: a claim that takes long (a hotspot's next batch)
+// does not hold up the record of runs already confirmed.
+TEST_F(LoaderTest, records_confirmed_runs_while_a_claim_is_still_running) {
+    for (int i = 0; i < 20; ++i) db.add("run-" + std::to_string(i), in(300ms));
+    db.claims_allowed = 1;  // the first claim takes the 20 runs; the next one hangs
+    start(options());
+
+    ASSERT_TRUE(eventually([&] { return broker.publishes().size() == 20u; }));
+    EXPECT_TRUE(eventually([&] { return db.handed_over() == 20u; })) << "recorded while a claim hangs";
+    EXPECT_EQ(db.read([](const FakeDatabase& d) { return d.claims; }), 1);
+    EXPECT_TRUE(eventually([&] { return loader->runs_handed_over() == 20u; }));
+}
+
 TEST_F(LoaderTest, records_runs_confirmed_close_together_in_one_update) {
     for (int i = 0; i < 40; ++i) db.add("job-" + std::to_string(100 + i), in(300ms + i * 1ms));
     start(options());

@@ -256,11 +256,7 @@ void Loader::claim_loop(std::stop_token stop) {
                 bool woken = false;
                 {
                     std::lock_guard lock(mutex_);
-                    const auto held = schedule_.size() + in_flight_;
-                    if (held < options_.max_in_memory_runs &&
-                        in_memory_bytes_ < options_.max_in_memory_bytes) {
-                        capacity = std::min(options_.claim_batch, options_.max_in_memory_runs - held);
-                    }
+                    capacity = claim_capacity();
                     woken = std::exchange(wake_requested_, false);
                 }
                 const auto steady_now = seams_.steady_now();
@@ -294,17 +290,20 @@ void Loader::claim_loop(std::stop_token stop) {
             claimer_wake_.wait_for(lock, wait, [&] {
                 // With a backlog, confirms that free room for a whole batch (or all of a
                 // smaller limit) start the next claim at once.
-                const auto held = schedule_.size() + in_flight_;
-                const auto room = options_.max_in_memory_runs - std::min(held, options_.max_in_memory_runs);
                 const bool room_for_a_batch =
-                    room >= std::min(options_.claim_batch, options_.max_in_memory_runs) &&
-                    in_memory_bytes_ < options_.max_in_memory_bytes;
+                    claim_capacity() >= std::min(options_.claim_batch, options_.max_in_memory_runs);
                 return wake_requested_ || !given_back_.empty() || (backlog && room_for_a_batch) ||
                        (publisher_done_ && recorder_done_) != threads_done ||
                        (stop.stop_requested() && publisher_done_ && recorder_done_);
             });
         }
     });
+}
+
+std::size_t Loader::claim_capacity() const {
+    const auto held = schedule_.size() + in_flight_;
+    if (held >= options_.max_in_memory_runs || in_memory_bytes_ >= options_.max_in_memory_bytes) return 0;
+    return std::min(options_.claim_batch, options_.max_in_memory_runs - held);
 }
 
 // Records confirmed runs in batches: a claim batch of them, or once the oldest has waited

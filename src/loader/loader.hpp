@@ -117,6 +117,8 @@ private:
 
     void claim_loop(std::stop_token stop);
     void record_loop(std::stop_token stop);
+    // Runs the next claim may take within the memory bounds (0 when full); mutex_ held.
+    std::size_t claim_capacity() const;
     void heartbeat_loop(std::stop_token stop);
     void forget_lost_claims(store::ClaimStore& store);
     void follow_database_clock(std::chrono::microseconds offset);

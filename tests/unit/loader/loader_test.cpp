@@ -725,7 +725,6 @@ TEST_F(LoaderTest, waits_for_a_confirm_without_polling_in_a_loop_while_the_windo
     EXPECT_TRUE(eventually([&] { return db.handed_over() == 6; }));
 }
 
-// Runs confirmed one by one, a millisecond apart, are recorded together (kRecordEvery).
 // The recorder has a connection of its own: a claim that takes long (a hotspot's next batch)
 // does not hold up the record of runs already confirmed.
 TEST_F(LoaderTest, records_confirmed_runs_while_a_claim_is_still_running) {
@@ -739,6 +738,7 @@ TEST_F(LoaderTest, records_confirmed_runs_while_a_claim_is_still_running) {
     EXPECT_TRUE(eventually([&] { return loader->runs_handed_over() == 20u; }));
 }
 
+// Runs confirmed one by one, a millisecond apart, are recorded together (kRecordEvery).
 TEST_F(LoaderTest, records_runs_confirmed_close_together_in_one_update) {
     for (int i = 0; i < 40; ++i) db.add("job-" + std::to_string(100 + i), in(300ms + i * 1ms));
     start(options());

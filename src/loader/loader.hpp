@@ -44,8 +44,8 @@ namespace hourglass::loader {
 
 // Publishes awaiting a broker confirm, per instance (--max-unconfirmed). 4,096 rather than 256:
 // a hotspot of 100,000 was handed over faster in five of six alternating pairs on RabbitMQ
-// 4.3.6 (docs/benchmarks.md "The loader's confirm window"). Memory stays bounded by
-// max_in_memory_bytes, which counts the runs in flight.
+// 4.3.6 and in three of three on 3.10.8 (docs/benchmarks.md "The loader's confirm window").
+// Memory stays bounded by max_in_memory_bytes, which counts the runs in flight.
 inline constexpr std::size_t kDefaultMaxUnconfirmed = 4096;
 
 struct LoaderOptions {

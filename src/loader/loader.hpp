@@ -66,7 +66,10 @@ struct LoaderOptions {
     RealtimeMode realtime_publisher = RealtimeMode::off;
     std::size_t claim_batch = 1000;
     std::size_t max_unconfirmed = kDefaultMaxUnconfirmed;
-    std::size_t max_in_memory_runs = 50000;     // claimed runs waiting for their publish time
+    // Claimed runs waiting for their publish time or a confirm. 20,000, not 50,000: once a
+    // claim outran the publisher (4,096 in flight, claims planned afresh), a hotspot held
+    // 50,000 at about 1.4 KB each, and the RSS peak reached 107-130 MB (docs/benchmarks.md).
+    std::size_t max_in_memory_runs = 20000;
     std::size_t max_in_memory_bytes = 64u << 20;
     std::string owner;  // lease owner id, unique per process
     LeaseTimings lease_timings;

@@ -66,6 +66,20 @@ Loader::Loader(LoaderOptions options, NextRunFunction next_run, LoaderSeams seam
 
 Loader::~Loader() = default;
 
+void Loader::Schedule::push(Scheduled scheduled) {
+    heap_.push_back(std::move(scheduled));
+    std::push_heap(heap_.begin(), heap_.end(), later);
+}
+
+Loader::Scheduled Loader::Schedule::take_top() {
+    std::pop_heap(heap_.begin(), heap_.end(), later);
+    auto top = std::move(heap_.back());
+    heap_.pop_back();
+    // After a hotspot, give back the room it took (the vector would keep its peak capacity).
+    if (heap_.capacity() > 4096 && heap_.size() < heap_.capacity() / 4) heap_.shrink_to_fit();
+    return top;
+}
+
 void Loader::wake() {
     {
         std::lock_guard lock(mutex_);
@@ -111,11 +125,14 @@ void Loader::schedule(std::vector<ClaimedRun> runs) {
     {
         std::lock_guard lock(mutex_);
         for (auto& run : runs) {
-            in_memory_bytes_ += run.body.size();
+            const auto bytes = run.body.size();
+            in_memory_bytes_ += bytes;
             const auto publish_at = ladder_.publish_at(run.due_at, now);
-            schedule_.push(Scheduled{publish_at, std::move(run), std::nullopt});
+            schedule_.push(Scheduled{publish_at, std::make_unique<ClaimedRun>(std::move(run)), bytes,
+                                     std::nullopt});
         }
         ++schedule_generation_;
+        metrics_.set_runs_held(schedule_.size() + in_flight_);
     }
     publisher_wake_.notify_one();
 }
@@ -136,8 +153,8 @@ void Loader::give_back(const std::vector<Settled>& runs) {
     {
         std::lock_guard lock(mutex_);
         for (const auto& settled : runs) {
-            given_back_.push_back(settled.value.run.id);
-            in_memory_bytes_ -= std::min(in_memory_bytes_, settled.value.run.body.size());
+            given_back_.push_back(settled.value.run->id);
+            in_memory_bytes_ -= std::min(in_memory_bytes_, settled.value.bytes);
         }
         in_flight_ -= std::min(in_flight_, runs.size());
     }
@@ -203,8 +220,7 @@ void Loader::forget_lost_claims(store::ClaimStore& store) {
         std::lock_guard lock(mutex_);
         forgotten = schedule_.size();
         while (!schedule_.empty()) {
-            in_memory_bytes_ -= std::min(in_memory_bytes_, schedule_.top().run.body.size());
-            schedule_.pop();
+            in_memory_bytes_ -= std::min(in_memory_bytes_, schedule_.take_top().bytes);
         }
         ++schedule_generation_;
     }
@@ -372,10 +388,7 @@ void Loader::finish_claims(store::ClaimStore& store) {
     std::vector<std::string> unpublished;
     {
         std::lock_guard lock(mutex_);
-        while (!schedule_.empty()) {
-            unpublished.push_back(schedule_.top().run.id);
-            schedule_.pop();
-        }
+        while (!schedule_.empty()) unpublished.push_back(schedule_.take_top().run->id);
         in_memory_bytes_ = 0;
     }
     store.release_claims(options_.owner, unpublished);
@@ -402,7 +415,7 @@ void Loader::group_releases(std::vector<Scheduled>& batch, TimePoint now, unsign
     std::map<std::tuple<Milliseconds, unsigned, TimePoint>, RunRef> last_of_group;
     for (auto i = batch.size(); i-- > 0;) {
         auto& scheduled = batch[i];
-        const auto& run = scheduled.run;
+        const auto& run = *scheduled.run;
         // Targeted runs are observed by the forwarder, recurring ones one by one (their row
         // moves on to the next run at once).
         if (!run.exchange.empty() || run.cron || !audited(run)) continue;
@@ -413,13 +426,13 @@ void Loader::group_releases(std::vector<Scheduled>& batch, TimePoint now, unsign
     }
 }
 
-Message Loader::release_message(const ClaimedRun& run, TimePoint now, std::size_t frame_max,
+Message Loader::release_message(ClaimedRun& run, TimePoint now, std::size_t frame_max,
                                 unsigned lane, bool grouped) const {
     const auto ttl = ladder_.ttl_for(run.due_at, now);
     Message message;
     message.routing_key = run.routing_key;
-    message.body = run.body;
-    message.properties = run.properties;
+    message.body = std::move(run.body);
+    message.properties = std::move(run.properties);
     message.properties.delivery_mode = 2;
     set_header(message.properties, std::string(header::kId), run.id);
     set_header(message.properties, std::string(header::kDue), format_rfc3339_ms(run.due_at));
@@ -477,8 +490,8 @@ void Loader::publish_session(std::stop_token stop) {
                 refused.push_back(std::move(s));
                 continue;
             }
-            const auto& run = s.value.run;
-            bytes += run.body.size();
+            const auto& run = *s.value.run;
+            bytes += s.value.bytes;
             runs.push_back({run.id, run.run, next_run_ ? next_run_(run, now) : std::nullopt,
                             audited(run), s.value.observed_with});
         }
@@ -514,13 +527,13 @@ void Loader::publish_session(std::stop_token stop) {
                     taken_at = now;
                     while (!schedule_.empty() && schedule_.top().publish_at <= now &&
                            in_flight_ < options_.max_unconfirmed) {
-                        due_now.push_back(schedule_.top());
-                        schedule_.pop();
+                        due_now.push_back(schedule_.take_top());
                         ++in_flight_;
                     }
                     window_full = in_flight_ >= options_.max_unconfirmed;
                     if (!schedule_.empty()) next_publish = std::min(next_publish, schedule_.top().publish_at);
                 }
+                metrics_.set_runs_held(schedule_.size() + in_flight_);
             }
             // One instant for the batch: every run in it was due to go by then, so each gets
             // the TTL of its rung, and the grouping and the publishes agree on the queue. Never
@@ -535,7 +548,7 @@ void Loader::publish_session(std::stop_token stop) {
                 std::uint64_t sequence = 0;
                 try {
                     sequence = channel->publish(release_message(
-                        scheduled.run, batch_now, channel->frame_max(), next_lane,
+                        *scheduled.run, batch_now, channel->frame_max(), next_lane,
                         scheduled.observed_with.has_value()));
                     next_lane = (next_lane + 1) % options_.topology.delay_lanes;
                 } catch (...) {

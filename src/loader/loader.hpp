@@ -22,8 +22,8 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <memory>
 #include <mutex>
-#include <queue>
 #include <stop_token>
 #include <string>
 #include <thread>
@@ -113,12 +113,29 @@ public:
     std::uint64_t runs_handed_over() const noexcept { return handed_over_total_.load(); }
 
 private:
+    // A claimed run held in memory: waiting for its publish instant, then for its confirm.
     struct Scheduled {
         TimePoint publish_at;
-        ClaimedRun run;
+        // By pointer, so that the schedule's heap moves a few words per step, not a whole run,
+        // and keeps no capacity for the runs of a past hotspot (about 700 bytes each).
+        std::unique_ptr<ClaimedRun> run;
+        std::size_t bytes = 0;  // its body's size, counted in in_memory_bytes_ until confirmed
         // Set at publish for a run of a release group other than its last (see group_releases).
         std::optional<RunRef> observed_with;
-        bool operator>(const Scheduled& other) const { return publish_at > other.publish_at; }
+    };
+    // The runs waiting for their publish instant, earliest first. A heap over a vector rather
+    // than std::priority_queue, whose top can only be copied out.
+    class Schedule {
+    public:
+        void push(Scheduled scheduled);
+        const Scheduled& top() const { return heap_.front(); }
+        Scheduled take_top();
+        bool empty() const noexcept { return heap_.empty(); }
+        std::size_t size() const noexcept { return heap_.size(); }
+
+    private:
+        static bool later(const Scheduled& a, const Scheduled& b) { return a.publish_at > b.publish_at; }
+        std::vector<Scheduled> heap_;
     };
 
     void claim_loop(std::stop_token stop);
@@ -134,7 +151,8 @@ private:
     void publish_session(std::stop_token stop);
     // The run as published into the delay queue of its TTL and of `lane` (delay lanes);
     // `grouped`: observed with the last run of its release group (see group_releases).
-    Message release_message(const ClaimedRun& run, TimePoint now, std::size_t frame_max,
+    // Takes the run's body and properties: once published, only its identity is needed.
+    Message release_message(ClaimedRun& run, TimePoint now, std::size_t frame_max,
                             unsigned lane, bool grouped) const;
     // Release groups among runs about to be published in this order, from lane `first_lane`
     // on: the runs for one delay queue with one due time. All but the last of each group are
@@ -162,7 +180,7 @@ private:
     std::condition_variable publisher_wake_;
     std::condition_variable claimer_wake_;
     std::condition_variable recorder_wake_;
-    std::priority_queue<Scheduled, std::vector<Scheduled>, std::greater<>> schedule_;
+    Schedule schedule_;
     std::size_t in_flight_ = 0;        // published, not yet confirmed
     std::size_t in_memory_bytes_ = 0;  // bodies of scheduled and in-flight runs
     std::vector<HandedOverRun> confirmed_;

@@ -17,6 +17,10 @@ LoaderMetrics::LoaderMetrics(metrics::Registry& registry)
       unconfirmed_publishes_(registry.add_gauge(
           "hourglass_unconfirmed_publishes",
           "Runs published to the delay queues and not yet confirmed by the broker.")),
+      runs_held_(registry.add_gauge(
+          "hourglass_runs_held",
+          "Claimed runs the loader holds in memory, waiting for their publish instant or for the "
+          "broker's confirm.")),
       clock_offset_seconds_(registry.add_gauge(
           "hourglass_clock_offset_seconds",
           "PostgreSQL's clock minus this host's, measured at each heartbeat; due times are "

@@ -1,5 +1,6 @@
 // The loader's series (/metrics): runs handed over and re-sent, how late each hand-over was,
-// publishes awaiting a confirm, the clock offset to PostgreSQL and the publisher's scheduling.
+// publishes awaiting a confirm, runs held in memory, the clock offset to PostgreSQL and the
+// publisher's scheduling.
 #pragma once
 
 #include <chrono>
@@ -23,6 +24,8 @@ public:
     void set_unconfirmed_publishes(std::size_t publishes) noexcept {
         unconfirmed_publishes_.set(static_cast<double>(publishes));
     }
+    // Claimed runs in memory: waiting for their publish instant or for a confirm.
+    void set_runs_held(std::size_t runs) noexcept { runs_held_.set(static_cast<double>(runs)); }
     void set_clock_offset(std::chrono::microseconds offset) noexcept;
     // Whether the publisher thread got real-time scheduling (--realtime-publisher).
     void set_publisher_realtime(bool realtime) noexcept { publisher_realtime_.set(realtime ? 1 : 0); }
@@ -32,6 +35,7 @@ private:
     metrics::Counter& runs_resent_;
     metrics::Histogram& handover_lateness_seconds_;
     metrics::Gauge& unconfirmed_publishes_;
+    metrics::Gauge& runs_held_;
     metrics::Gauge& clock_offset_seconds_;
     metrics::Gauge& publisher_realtime_;
 };

@@ -780,7 +780,9 @@ TEST_F(LoaderTest, holds_no_more_runs_in_memory_than_allowed) {
     ASSERT_TRUE(eventually([&] { return loader->in_memory_runs() == 20; }));
     std::this_thread::sleep_for(100ms);
     EXPECT_EQ(loader->in_memory_runs(), 20u);
+    EXPECT_EQ(metric("hourglass_runs_held"), 20);
     EXPECT_TRUE(eventually([&] { return db.handed_over() == 50; }));
+    EXPECT_TRUE(eventually([&] { return metric("hourglass_runs_held") == 0; }));
 }
 
 }  // namespace

@@ -125,7 +125,8 @@ void Loader::schedule(std::vector<ClaimedRun> runs) {
     {
         std::lock_guard lock(mutex_);
         for (auto& run : runs) {
-            const auto bytes = run.body.size();
+            // Headers count as well as bodies: a job may carry up to a frame of them.
+            const auto bytes = run.body.size() + encoded_size(run.properties);
             in_memory_bytes_ += bytes;
             const auto publish_at = ladder_.publish_at(run.due_at, now);
             schedule_.push(Scheduled{publish_at, std::make_unique<ClaimedRun>(std::move(run)), bytes,

@@ -119,7 +119,7 @@ private:
         // By pointer, so that the schedule's heap moves a few words per step, not a whole run,
         // and keeps no capacity for the runs of a past hotspot (about 700 bytes each).
         std::unique_ptr<ClaimedRun> run;
-        std::size_t bytes = 0;  // its body's size, counted in in_memory_bytes_ until confirmed
+        std::size_t bytes = 0;  // body and properties, counted in in_memory_bytes_ until confirmed
         // Set at publish for a run of a release group other than its last (see group_releases).
         std::optional<RunRef> observed_with;
     };
@@ -182,7 +182,7 @@ private:
     std::condition_variable recorder_wake_;
     Schedule schedule_;
     std::size_t in_flight_ = 0;        // published, not yet confirmed
-    std::size_t in_memory_bytes_ = 0;  // bodies of scheduled and in-flight runs
+    std::size_t in_memory_bytes_ = 0;  // bodies and properties of scheduled and in-flight runs
     std::vector<HandedOverRun> confirmed_;
     std::chrono::steady_clock::time_point confirmed_since_{};  // the oldest in confirmed_
     // Claimed runs the broker refused or may not have received: the claimer gives them back to

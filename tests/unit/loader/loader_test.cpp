@@ -785,5 +785,27 @@ TEST_F(LoaderTest, holds_no_more_runs_in_memory_than_allowed) {
     EXPECT_TRUE(eventually([&] { return metric("hourglass_runs_held") == 0; }));
 }
 
+// A job may carry a frame's worth of headers and a tiny body: the memory bound counts its
+// properties too, or 20,000 such runs would be held (2.5 GB at 128 KB each).
+TEST_F(LoaderTest, counts_the_headers_of_the_runs_it_holds_against_its_memory_bound) {
+    for (int i = 0; i < 30; ++i) {
+        ClaimedRun run;
+        run.id = "job-" + std::to_string(100 + i);
+        run.routing_key = "rk";
+        run.body = "b";
+        run.due_at = in(1500ms);
+        set_header(run.properties, "big", std::string(4000, 'h'));
+        db.add(std::move(run));
+    }
+    auto limited = options();
+    limited.claim_batch = 2;
+    limited.max_in_memory_bytes = 20000;  // room for 5 such runs; a claim may overshoot by one batch
+    start(std::move(limited));
+    ASSERT_TRUE(eventually([&] { return loader->in_memory_runs() >= 5; }));
+    std::this_thread::sleep_for(200ms);
+    EXPECT_LE(loader->in_memory_runs(), 6u);
+    EXPECT_TRUE(eventually([&] { return db.handed_over() == 30; }));
+}
+
 }  // namespace
 }  // namespace hourglass::loader

@@ -269,11 +269,13 @@ void Loader::claim_loop(std::stop_token stop) {
                     return;
                 }
             } else {
-                std::size_t capacity = 0;
+                store::ClaimLimit limit{.runs = 0};
                 bool woken = false;
                 {
                     std::lock_guard lock(mutex_);
-                    capacity = claim_capacity();
+                    limit.runs = claim_capacity();
+                    limit.bytes = options_.max_in_memory_bytes -
+                                  std::min(in_memory_bytes_, options_.max_in_memory_bytes);
                     woken = std::exchange(wake_requested_, false);
                 }
                 const auto steady_now = seams_.steady_now();
@@ -281,13 +283,13 @@ void Loader::claim_loop(std::stop_token stop) {
                 if (claim_now) next_claim = steady_now + options_.poll_interval;
                 // Runs just given back were refused by the broker: claiming them again at once
                 // would only spin; the next poll (or a wake) tries again.
-                if (claim_now && capacity > 0 && given_back.empty()) {
+                if (claim_now && limit.runs > 0 && given_back.empty()) {
                     // The lease covers the wait in memory before the publish, then `lease`.
                     const auto now = clock_now();
-                    auto runs = store.claim_due(options_.owner, now + options_.horizon, capacity,
-                                                options_.lease + ladder_.step(),
-                                                resend_due_before(now));
-                    backlog = runs.size() == capacity;
+                    auto [runs, at_limit] = store.claim_due(options_.owner, now + options_.horizon,
+                                                            limit, options_.lease + ladder_.step(),
+                                                            resend_due_before(now));
+                    backlog = at_limit;
                     if (!runs.empty()) spdlog::debug("loader: claimed {} runs", runs.size());
                     const auto resent = std::count_if(runs.begin(), runs.end(),
                                                       [](const auto& run) { return run.resent; });

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,15 +14,28 @@
 
 namespace hourglass::store {
 
+// How much one claim may take: a number of runs, and bytes of their bodies and properties
+// (as PostgreSQL stores them). A claim stops before the first run the bytes of the runs before
+// it reach the budget, so it takes at least one run and exceeds the budget by one run at most.
+struct ClaimLimit {
+    std::size_t runs = 1000;
+    std::size_t bytes = std::numeric_limits<std::size_t>::max();
+};
+
+// What one claim took; `at_limit`: it stopped at a limit, so more may be claimable now.
+struct Claim {
+    std::vector<ClaimedRun> runs;
+    bool at_limit = false;
+};
+
 class ClaimStore {
 public:
     virtual ~ClaimStore() = default;
 
-    // Claims up to `limit` pending runs due at or before `horizon_end` for `owner` (see
-    // JobStore::claim_due for who may take which run).
-    virtual std::vector<ClaimedRun> claim_due(const std::string& owner, TimePoint horizon_end,
-                                              std::size_t limit, Milliseconds lease,
-                                              std::optional<TimePoint> resend_due_before) = 0;
+    // Claims pending runs due at or before `horizon_end` for `owner`, within `limit`, earliest
+    // first (see JobStore::claim_due for who may take which run).
+    virtual Claim claim_due(const std::string& owner, TimePoint horizon_end, ClaimLimit limit,
+                            Milliseconds lease, std::optional<TimePoint> resend_due_before) = 0;
     // Records runs the broker confirmed; only runs still leased to `owner` change. A run
     // observed with another whose release was already recorded ends `done` at once.
     virtual void record_handed_over(const std::string& owner,

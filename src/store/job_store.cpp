@@ -1,5 +1,7 @@
 #include "store/job_store.hpp"
 
+#include <algorithm>
+#include <limits>
 #include <pqxx/pqxx>
 #include <set>
 #include <unordered_map>
@@ -60,15 +62,18 @@ void prepare_statements(pqxx::connection& c) {
                   kJobRecordset + " WHERE j.id = x.id");
     c.prepare("cancel_job",
               "UPDATE jobs SET state = 'cancelled', updated_at = now() WHERE id = $1");
+    // A candidate run: its id, due time and bytes (body and properties as stored; neither is
+    // read for it, their sizes are in their headers).
+    const std::string candidate =
+        "SELECT id, due_at, octet_length(body) + pg_column_size(properties) AS bytes FROM jobs ";
     c.prepare("claim_due",
-              std::string(
-                  "WITH fresh AS ("
-                  "  SELECT id FROM jobs WHERE state = 'pending' AND lease_owner IS NULL "
+              "WITH fresh AS (" + candidate +
+                  "  WHERE state = 'pending' AND lease_owner IS NULL "
                   "  AND due_at <= $2 ORDER BY due_at LIMIT $3 FOR UPDATE SKIP LOCKED), "
                   // A lease past lease_until whose owner does not beat (migration 007, 3 s
                   // is kTakeoverAfter): a live owner's claims never expire under it.
-                  "expired AS ("
-                  "  SELECT id FROM jobs j WHERE lease_owner IS NOT NULL AND lease_until < now() "
+                  "expired AS (" + candidate +
+                  "  j WHERE lease_owner IS NOT NULL AND lease_until < now() "
                   "  AND lease_owner <> $1 AND state = 'pending' "
                   "  AND NOT EXISTS (SELECT 1 FROM instances i WHERE i.id = j.lease_owner "
                   "                  AND i.heartbeat_at >= now() - interval '3 seconds') "
@@ -77,17 +82,23 @@ void prepare_statements(pqxx::connection& c) {
                   // after they were last handed over): the broker lost them (see
                   // resend_due_before). NULL $5 turns this off. Runs handed over with the
                   // audit off were never to be observed (migration 009).
-                  "unobserved AS ("
-                  "  SELECT id FROM jobs WHERE state = 'enqueued' AND due_at < $5 "
+                  "unobserved AS (" + candidate +
+                  "  WHERE state = 'enqueued' AND due_at < $5 "
                   "  AND enqueued_at < $5 AND audited "
                   "  AND (lease_owner IS NULL OR (lease_until < now() AND lease_owner <> $1)) "
-                  "  ORDER BY due_at LIMIT $3 FOR UPDATE SKIP LOCKED) "
+                  "  ORDER BY due_at LIMIT $3 FOR UPDATE SKIP LOCKED), "
+                  "candidates AS (SELECT * FROM fresh UNION ALL SELECT * FROM expired "
+                  "               UNION ALL SELECT * FROM unobserved), "
+                  // Earliest first, $3 runs at most, and none once the bytes of those before
+                  // it reach the budget $6 (the first is always taken). The other candidates
+                  // stay unclaimed: their row locks end with this transaction.
+                  "taken AS (SELECT id FROM (SELECT id, due_at, "
+                  "  sum(bytes) OVER (ORDER BY due_at, id) - bytes AS bytes_before "
+                  "  FROM candidates) c WHERE bytes_before < $6 ORDER BY due_at, id LIMIT $3) "
                   "UPDATE jobs j SET lease_owner = $1, "
                   "lease_until = now() + $4 * interval '1 millisecond', updated_at = now() "
-                  "WHERE j.id IN (SELECT id FROM fresh UNION ALL SELECT id FROM expired "
-                  "               UNION ALL SELECT id FROM unobserved) "
-                  "RETURNING ") +
-                  kClaimedRunColumns);
+                  "WHERE j.id IN (SELECT id FROM taken) "
+                  "RETURNING " + kClaimedRunColumns + ", (SELECT count(*) FROM candidates)");
     // Runs observed with another (release groups, migration 010) end `done` here when that
     // run's release was recorded first (a release can beat its hand-over's commit).
     c.prepare("record_handed_over",
@@ -324,22 +335,24 @@ std::vector<CommandOutcome> JobStore::apply(std::span<const Command> commands) {
     return outcomes;
 }
 
-std::vector<ClaimedRun> JobStore::claim_due(const std::string& owner, TimePoint horizon_end,
-                                            std::size_t limit, Milliseconds lease,
-                                            std::optional<TimePoint> resend_due_before) {
+Claim JobStore::claim_due(const std::string& owner, TimePoint horizon_end, ClaimLimit limit,
+                          Milliseconds lease, std::optional<TimePoint> resend_due_before) {
     pqxx::work tx(*connection_);
     // A claim lost in a database crash is harmless (the run is claimed again, at worst released
     // twice, which at-least-once allows), so it does not wait for the WAL flush: that saves a
     // disk sync (~3 ms here) between accepting a due job and publishing it.
     tx.exec("SET LOCAL synchronous_commit = off");
+    constexpr auto kMaxBigint = static_cast<std::size_t>(std::numeric_limits<long long>::max());
     const auto rows = tx.exec_prepared("claim_due", owner, format_rfc3339_ms(horizon_end),
-                                       static_cast<long>(limit), static_cast<long>(lease.count()),
+                                       static_cast<long long>(std::min(limit.runs, kMaxBigint)),
+                                       static_cast<long>(lease.count()),
                                        resend_due_before ? std::optional<std::string>(
                                                                format_rfc3339_ms(*resend_due_before))
-                                                         : std::nullopt);
+                                                         : std::nullopt,
+                                       static_cast<long long>(std::min(limit.bytes, kMaxBigint)));
     tx.commit();
-    std::vector<ClaimedRun> runs;
-    runs.reserve(rows.size());
+    Claim claim;
+    claim.runs.reserve(rows.size());
     for (const auto& row : rows) {
         ClaimedRun run;
         run.id = row[0].as<std::string>();
@@ -360,9 +373,11 @@ std::vector<ClaimedRun> JobStore::claim_due(const std::string& owner, TimePoint 
             if (!row[10].is_null()) cron.limit = row[10].as<int>();
             run.cron = std::move(cron);
         }
-        runs.push_back(std::move(run));
+        claim.runs.push_back(std::move(run));
     }
-    return runs;
+    const auto candidates = rows.empty() ? std::size_t{0} : rows[0][12].as<std::size_t>();
+    claim.at_limit = claim.runs.size() >= limit.runs || candidates > claim.runs.size();
+    return claim;
 }
 
 void JobStore::record_handed_over(const std::string& owner,

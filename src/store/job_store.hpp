@@ -50,19 +50,19 @@ public:
     // Rejections are passed through (outcome `rejected`) without touching the database.
     std::vector<CommandOutcome> apply(std::span<const Command> commands) override;
 
-    // Claims up to `limit` pending runs due at or before `horizon_end` (and runs whose lease
-    // held by another owner expired), leasing them to `owner` for `lease`. Safe with
+    // Claims pending runs due at or before `horizon_end` (and runs whose lease held by another
+    // owner expired), earliest first and within `limit` (runs, and bytes of their bodies and
+    // stored properties), leasing them to `owner` for `lease`. Safe with
     // concurrent loaders. An owner never takes back its own expired lease: the run may still
     // be in its memory, and a restarted process has a new owner id.
     // With `resend_due_before`, also claims one-shot runs already handed over (`enqueued`) but
     // never observed, due and last handed over before it, to publish the same run again: the
     // broker lost them.
-    std::vector<ClaimedRun> claim_due(const std::string& owner, TimePoint horizon_end,
-                                      std::size_t limit, Milliseconds lease,
-                                      std::optional<TimePoint> resend_due_before) override;
+    Claim claim_due(const std::string& owner, TimePoint horizon_end, ClaimLimit limit,
+                    Milliseconds lease, std::optional<TimePoint> resend_due_before) override;
     std::vector<ClaimedRun> claim_due(const std::string& owner, TimePoint horizon_end,
                                       std::size_t limit, Milliseconds lease) {
-        return claim_due(owner, horizon_end, limit, lease, std::nullopt);
+        return claim_due(owner, horizon_end, ClaimLimit{.runs = limit}, lease, std::nullopt).runs;
     }
     // Records runs the broker confirmed; only runs still leased to `owner` are changed.
     void record_handed_over(const std::string& owner,

@@ -4,7 +4,9 @@
 // with 50,000 claimed, and a plan kept from an empty table made a claim take 25 s.
 #include <gtest/gtest.h>
 
+#include <set>
 #include <thread>
+#include <utility>
 
 #include "integration/harness.hpp"
 #include "store/job_store.hpp"
@@ -106,6 +108,38 @@ TEST_F(ClaimStatements, a_burst_into_an_empty_table_is_claimed_by_id_not_by_scan
     // claimed id);
     // planned for 10,000 rows, the claim reads the index of claimable runs and each row by id.
     EXPECT_LT(after - before, kJobs);
+}
+
+// The loader passes what is left of its memory bound: a claim stops before the first run that
+// the bytes of the runs before it would take past that, and says whether more is claimable.
+TEST_F(ClaimStatements, a_claim_stops_at_its_byte_budget_and_says_whether_more_is_claimable) {
+    store::migrate(*db_, schema_, false);
+    store::JobStore store({pg_url_, schema_});
+    // Ten runs of 10,000 bytes (and 8 of properties), due a millisecond apart.
+    sql("INSERT INTO jobs (id, routing_key, due_at, body, properties) "
+        "SELECT 'job-' || g, 'jobs.test', now() + g * interval '1 millisecond', "
+        "convert_to(repeat('x', 10000), 'UTF8'), '{}' FROM generate_series(1, 10) g");
+    const auto claim = [&](store::ClaimLimit limit) {
+        auto taken = store.claim_due("loader", now_ms() + 60s, limit, 60s, std::nullopt);
+        std::set<std::string> ids;
+        for (const auto& run : taken.runs) ids.insert(run.id);
+        return std::make_pair(ids, taken.at_limit);
+    };
+    using Ids = std::set<std::string>;
+
+    // 0, 10,008, 20,016 and 30,024 bytes before the first four: under 35,000.
+    EXPECT_EQ(claim({.runs = 1000, .bytes = 35000}),
+              std::make_pair(Ids{"job-1", "job-2", "job-3", "job-4"}, true));
+    EXPECT_EQ(claim({.runs = 3}), std::make_pair(Ids{"job-5", "job-6", "job-7"}, true));
+    EXPECT_EQ(claim({.runs = 1000, .bytes = 35000}),
+              std::make_pair(Ids{"job-8", "job-9", "job-10"}, false));
+
+    // A run larger than the whole budget is still claimed, alone: a claim never takes nothing.
+    sql("INSERT INTO jobs (id, routing_key, due_at, body, properties) VALUES "
+        "('large', 'jobs.test', now(), convert_to(repeat('x', 50000), 'UTF8'), '{}'), "
+        "('small', 'jobs.test', now() + interval '1 second', '\\x00', '{}')");
+    EXPECT_EQ(claim({.runs = 1000, .bytes = 1000}), std::make_pair(Ids{"large"}, true));
+    EXPECT_EQ(claim({.runs = 1000, .bytes = 1000}), std::make_pair(Ids{"small"}, false));
 }
 
 }  // namespace

@@ -111,22 +111,26 @@ public:
         std::lock_guard lock(db_.mutex);
         db_.check_reachable();
     }
-    std::vector<ClaimedRun> claim_due(const std::string& owner, TimePoint horizon_end,
-                                      std::size_t limit, Milliseconds,
-                                      std::optional<TimePoint>) override {
+    // Like JobStore::claim_due: within the limit of runs and bytes, the first run always.
+    store::Claim claim_due(const std::string& owner, TimePoint horizon_end, store::ClaimLimit limit,
+                           Milliseconds, std::optional<TimePoint>) override {
         std::unique_lock lock(db_.mutex);
         db_.claims_opened.wait(lock, [&] { return !db_.claims_allowed || db_.claims < *db_.claims_allowed; });
         db_.check_reachable();
         ++db_.claims;
-        std::vector<ClaimedRun> claimed;
+        store::Claim claim;
+        std::size_t bytes = 0;
         for (auto& [id, row] : db_.rows) {
-            if (claimed.size() == limit) break;
-            if (row.owner.empty() && !row.handed_over && row.run.due_at <= horizon_end) {
-                row.owner = owner;
-                claimed.push_back(row.run);
+            if (!row.owner.empty() || row.handed_over || row.run.due_at > horizon_end) continue;
+            if (claim.runs.size() == limit.runs || bytes >= limit.bytes) {
+                claim.at_limit = true;
+                break;
             }
+            row.owner = owner;
+            bytes += row.run.body.size() + encoded_size(row.run.properties);
+            claim.runs.push_back(row.run);
         }
-        return claimed;
+        return claim;
     }
     void record_handed_over(const std::string& owner,
                             const std::vector<HandedOverRun>& runs) override {
@@ -800,6 +804,26 @@ TEST_F(LoaderTest, counts_the_headers_of_the_runs_it_holds_against_its_memory_bo
     auto limited = options();
     limited.claim_batch = 2;
     limited.max_in_memory_bytes = 20000;  // room for 5 such runs; a claim may overshoot by one batch
+    start(std::move(limited));
+    ASSERT_TRUE(eventually([&] { return loader->in_memory_runs() >= 5; }));
+    std::this_thread::sleep_for(200ms);
+    EXPECT_LE(loader->in_memory_runs(), 6u);
+    EXPECT_TRUE(eventually([&] { return db.handed_over() == 30; }));
+}
+
+// Bodies of 4 KB: a claim takes no more than the bytes left of the memory bound (plus one
+// run), not a whole batch of 1,000 runs (1 GB with bodies of the default --max-body).
+TEST_F(LoaderTest, claims_no_more_bytes_than_its_memory_bound_has_left) {
+    for (int i = 0; i < 30; ++i) {
+        ClaimedRun run;
+        run.id = "job-" + std::to_string(100 + i);
+        run.routing_key = "rk";
+        run.body = std::string(4000, 'b');
+        run.due_at = in(1500ms);
+        db.add(std::move(run));
+    }
+    auto limited = options();
+    limited.max_in_memory_bytes = 20000;
     start(std::move(limited));
     ASSERT_TRUE(eventually([&] { return loader->in_memory_runs() >= 5; }));
     std::this_thread::sleep_for(200ms);

@@ -240,7 +240,7 @@ void Loader::claim_loop(std::stop_token stop) {
         auto& store = *connected;
         spdlog::info("loader: connected to PostgreSQL");
         // Claims run every poll interval, at once when woken, and back to back while each
-        // fills its batch (a hotspot, or memory freed by confirms while one remains).
+        // stops at its limit (a hotspot, or memory freed by confirms while one remains).
         auto next_claim = seams_.steady_now();
         bool backlog = true;
         while (true) {

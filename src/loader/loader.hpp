@@ -5,8 +5,8 @@
 // Threads of their own, so that database round trips never delay a publish, nor a claim a
 // record:
 //  - the claimer (PostgreSQL) claims runs into an in-memory schedule (bounded by count and
-//    bytes) every poll interval, at once when woken, and back to back while each claim fills
-//    its batch (then also as confirms free memory);
+//    bytes) every poll interval, at once when woken, and back to back while each claim stops
+//    at its limit of runs or bytes (then also as confirms free memory);
 //  - the recorder (PostgreSQL, its own connection) marks confirmed runs `enqueued` in batches,
 //    once the oldest has waited 50 ms or a claim batch of them is ready: in a hotspot it
 //    records one batch while the claimer claims the next;

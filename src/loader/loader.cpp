@@ -122,15 +122,21 @@ void Loader::run(std::stop_token stop) {
 void Loader::schedule(std::vector<ClaimedRun> runs) {
     if (runs.empty()) return;
     const auto now = clock_now();
+    // Prepared before taking the lock the publisher needs.
+    std::vector<Scheduled> scheduled;
+    scheduled.reserve(runs.size());
+    for (auto& run : runs) {
+        // Headers count as well as bodies: a job may carry up to a frame of them.
+        const auto bytes = run.body.size() + encoded_size(run.properties);
+        const auto publish_at = ladder_.publish_at(run.due_at, now);
+        scheduled.push_back(
+            Scheduled{publish_at, std::make_unique<ClaimedRun>(std::move(run)), bytes, std::nullopt});
+    }
     {
         std::lock_guard lock(mutex_);
-        for (auto& run : runs) {
-            // Headers count as well as bodies: a job may carry up to a frame of them.
-            const auto bytes = run.body.size() + encoded_size(run.properties);
-            in_memory_bytes_ += bytes;
-            const auto publish_at = ladder_.publish_at(run.due_at, now);
-            schedule_.push(Scheduled{publish_at, std::make_unique<ClaimedRun>(std::move(run)), bytes,
-                                     std::nullopt});
+        for (auto& entry : scheduled) {
+            in_memory_bytes_ += entry.bytes;
+            schedule_.push(std::move(entry));
         }
         ++schedule_generation_;
         metrics_.set_runs_held(schedule_.size() + in_flight_);

@@ -105,8 +105,8 @@ TEST_F(ClaimStatements, a_burst_into_an_empty_table_is_claimed_by_id_not_by_scan
     EXPECT_EQ(store.claim_due("loader", now_ms() + 60s, 1000, 60s).size(), 1000u);
     const auto after = scanned_rows();
     // A plan kept from the empty table scans the table (and compares each row with every
-    // claimed id);
-    // planned for 10,000 rows, the claim reads the index of claimable runs and each row by id.
+    // claimed id); planned for 10,000 rows, the claim reads the index of claimable runs and
+    // each row by id.
     EXPECT_LT(after - before, kJobs);
 }
 

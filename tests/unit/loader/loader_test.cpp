@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <deque>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -308,6 +309,26 @@ protected:
         }
         ADD_FAILURE() << "published to " << publish.message.exchange << ", not a delay queue";
         return publish.at;
+    }
+
+    // 30 runs due in 1.5 s, each shaped by `shape` to take about 4 KB; the loader may hold
+    // 20,000 bytes: never more than 6 at once (5 fill the bound, a claim may take one more).
+    void expect_held_within_the_byte_bound(const std::function<void(ClaimedRun&)>& shape,
+                                               LoaderOptions limited) {
+        for (int i = 0; i < 30; ++i) {
+            ClaimedRun run;
+            run.id = "job-" + std::to_string(100 + i);
+            run.routing_key = "rk";
+            run.due_at = in(1500ms);
+            shape(run);
+            db.add(std::move(run));
+        }
+        limited.max_in_memory_bytes = 20000;
+        start(std::move(limited));
+        ASSERT_TRUE(eventually([&] { return loader->in_memory_runs() >= 5; }));
+        std::this_thread::sleep_for(200ms);
+        EXPECT_LE(loader->in_memory_runs(), 6u);
+        EXPECT_TRUE(eventually([&] { return db.handed_over() == 30; }));
     }
 
     // The loader's series, rendered and parsed.
@@ -792,43 +813,19 @@ TEST_F(LoaderTest, holds_no_more_runs_in_memory_than_allowed) {
 // A job may carry a frame's worth of headers and a tiny body: the memory bound counts its
 // properties too, or 20,000 such runs would be held (2.5 GB at 128 KB each).
 TEST_F(LoaderTest, counts_the_headers_of_the_runs_it_holds_against_its_memory_bound) {
-    for (int i = 0; i < 30; ++i) {
-        ClaimedRun run;
-        run.id = "job-" + std::to_string(100 + i);
-        run.routing_key = "rk";
+    auto small_claims = options();
+    small_claims.claim_batch = 2;  // so that only the count of bytes held stops the claims
+    expect_held_within_the_byte_bound([](ClaimedRun& run) {
         run.body = "b";
-        run.due_at = in(1500ms);
         set_header(run.properties, "big", std::string(4000, 'h'));
-        db.add(std::move(run));
-    }
-    auto limited = options();
-    limited.claim_batch = 2;
-    limited.max_in_memory_bytes = 20000;  // room for 5 such runs; a claim may overshoot by one batch
-    start(std::move(limited));
-    ASSERT_TRUE(eventually([&] { return loader->in_memory_runs() >= 5; }));
-    std::this_thread::sleep_for(200ms);
-    EXPECT_LE(loader->in_memory_runs(), 6u);
-    EXPECT_TRUE(eventually([&] { return db.handed_over() == 30; }));
+    }, std::move(small_claims));
 }
 
 // Bodies of 4 KB: a claim takes no more than the bytes left of the memory bound (plus one
 // run), not a whole batch of 1,000 runs (1 GB with bodies of the default --max-body).
 TEST_F(LoaderTest, claims_no_more_bytes_than_its_memory_bound_has_left) {
-    for (int i = 0; i < 30; ++i) {
-        ClaimedRun run;
-        run.id = "job-" + std::to_string(100 + i);
-        run.routing_key = "rk";
-        run.body = std::string(4000, 'b');
-        run.due_at = in(1500ms);
-        db.add(std::move(run));
-    }
-    auto limited = options();
-    limited.max_in_memory_bytes = 20000;
-    start(std::move(limited));
-    ASSERT_TRUE(eventually([&] { return loader->in_memory_runs() >= 5; }));
-    std::this_thread::sleep_for(200ms);
-    EXPECT_LE(loader->in_memory_runs(), 6u);
-    EXPECT_TRUE(eventually([&] { return db.handed_over() == 30; }));
+    expect_held_within_the_byte_bound([](ClaimedRun& run) { run.body = std::string(4000, 'b'); },
+                                      options());
 }
 
 }  // namespace

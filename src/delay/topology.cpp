@@ -46,10 +46,11 @@ DelayLadder DelayLadder::for_horizon(Milliseconds horizon) {
     constexpr long kMaxQueues = 64;
     const long seconds = std::max<long>(1, (horizon.count() + 999) / 1000);
     // Whole seconds, and few enough steps that ttl 0 .. >= horizon fits in 64 queues.
+    // A 1 s step up to a 62 s horizon (61 rungs for the default 60 s): a run waits at most 1 s
+    // in memory before its publish, so a burst due at one instant is handed over at up to
+    // `--max-in-memory-runs` a second, twice what a 2 s step allowed (docs/architecture.md).
     const long step_seconds = std::max<long>(1, (seconds + kMaxQueues - 3) / (kMaxQueues - 2));
-    // A 2 s step for the default 60 s horizon: 31 queues, a run waits at most 2 s in memory.
-    const long chosen = std::max<long>(step_seconds, seconds >= 30 ? 2 : 1);
-    return DelayLadder(horizon, std::chrono::seconds{chosen});
+    return DelayLadder(horizon, std::chrono::seconds{step_seconds});
 }
 
 TimePoint DelayLadder::publish_at(TimePoint due, TimePoint now) const noexcept {

@@ -48,12 +48,18 @@ Milliseconds check_ladder_shape(const DelayLadder& ladder, Milliseconds horizon)
 
 // --- ladder shape ---------------------------------------------------------------------------
 
-TEST(DelayLadder, default_horizon_has_31_queues_two_seconds_apart) {
+TEST(DelayLadder, default_horizon_has_61_queues_one_second_apart) {
     const auto ladder = DelayLadder::for_horizon(seconds{60});
     std::vector<std::int64_t> expected;
-    for (std::int64_t ttl = 0; ttl <= 60000; ttl += 2000) expected.push_back(ttl);
+    for (std::int64_t ttl = 0; ttl <= 60000; ttl += 1000) expected.push_back(ttl);
     EXPECT_EQ(counts(ladder.ttls()), expected);
-    EXPECT_EQ(ladder.ttls().size(), 31u);
+    EXPECT_EQ(ladder.ttls().size(), 61u);
+}
+
+TEST(DelayLadder, one_second_steps_up_to_the_horizon_that_fills_64_queues) {
+    EXPECT_EQ(DelayLadder::for_horizon(seconds{62}).step(), seconds{1});
+    EXPECT_EQ(DelayLadder::for_horizon(seconds{62}).ttls().size(), 63u);
+    EXPECT_EQ(DelayLadder::for_horizon(seconds{63}).step(), seconds{2});
 }
 
 TEST(DelayLadder, explicit_step_reaches_the_horizon) {
@@ -98,7 +104,7 @@ TEST(DelayLadder, thirty_day_horizon_stays_within_64_queues) {
 // ttl_for rounds up, so a run published at or after publish_at is never released early.
 
 TEST(DelayLadder, publish_at_leaves_the_largest_rung_not_longer_than_the_time_left) {
-    const auto ladder = DelayLadder::for_horizon(seconds{60});
+    const DelayLadder ladder(seconds{60}, seconds{2});
     EXPECT_EQ(ladder.publish_at(kNow + Milliseconds{1}, kNow), kNow + Milliseconds{1});
     EXPECT_EQ(ladder.publish_at(kNow + Milliseconds{1999}, kNow), kNow + Milliseconds{1999});
     EXPECT_EQ(ladder.publish_at(kNow + Milliseconds{2000}, kNow), kNow);
@@ -122,7 +128,7 @@ TEST(DelayLadder, due_beyond_the_ladder_waits_in_memory_for_the_longest_rung) {
 }
 
 TEST(DelayLadder, ttl_for_is_the_smallest_rung_not_shorter_than_the_time_left) {
-    const auto ladder = DelayLadder::for_horizon(seconds{60});
+    const DelayLadder ladder(seconds{60}, seconds{2});
     EXPECT_EQ(ladder.ttl_for(kNow + Milliseconds{1}, kNow), Milliseconds{2000});
     EXPECT_EQ(ladder.ttl_for(kNow + Milliseconds{1999}, kNow), Milliseconds{2000});
     EXPECT_EQ(ladder.ttl_for(kNow + Milliseconds{2000}, kNow), Milliseconds{2000});

@@ -1,0 +1,235 @@
+// What a confirmed, persistent publish costs the broker, by the shape of what is published:
+// how many TTL queues the messages are spread over, whether each queue sits behind a fanout
+// exchange of its own (as hourglass's delay queues do) or is published to through the default
+// exchange, and whether the messages carry hourglass's release headers. No hourglass, no
+// database: the driver alone, so the broker's share of a loader's hand-over can be told apart.
+//
+// Each shape publishes --messages persistent messages round-robin over its queues (consecutive
+// messages to consecutive queues, like the loader's delay lanes), waiting for the confirms every
+// --window publishes, into queues whose TTL (--ttl) outlasts the run; then deletes them. With
+// --broker-pid it reads the broker's CPU time (/proc/PID/stat) before and after each shape.
+//
+// Prints a table row per shape, then one JSON line per shape (for bench/results/*.jsonl).
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
+#include <unistd.h>
+
+#include "hourglass/time.hpp"
+#include "support/amqp_client.hpp"
+
+using namespace hourglass;
+using hourglass::testing::Client;
+
+namespace {
+
+// How a publish reaches its queue.
+enum class Route {
+    default_exchange,  // routing key = the queue's name
+    own_fanout,        // each queue behind a fanout exchange of its own (hourglass's delay queues)
+    one_direct,        // one direct exchange, each queue bound by its own name
+    one_headers,       // one headers exchange, each queue bound on a header naming it
+};
+
+struct Shape {
+    std::size_t queues = 1;
+    Route route = Route::default_exchange;
+    bool hourglass_headers = false;
+};
+
+const std::map<std::string, Route> kRoutes{{"default", Route::default_exchange},
+                                           {"fanout", Route::own_fanout},
+                                           {"direct", Route::one_direct},
+                                           {"headers", Route::one_headers}};
+
+// Seconds of CPU a process has used (user + system), or a negative number if unknown.
+double cpu_seconds_of(long pid) {
+    if (pid <= 0) return -1;
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    if (!std::getline(stat, line)) return -1;
+    // Fields after the command (which may hold spaces) start after its closing parenthesis.
+    std::istringstream fields(line.substr(line.rfind(')') + 2));
+    std::string field;
+    unsigned long long utime = 0, stime = 0;
+    for (int i = 3; i <= 15 && fields >> field; ++i) {
+        if (i == 14) utime = std::stoull(field);
+        if (i == 15) stime = std::stoull(field);
+    }
+    return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+std::string route_name(Route route) {
+    for (const auto& [name, value] : kRoutes) {
+        if (value == route) return name;
+    }
+    return "?";
+}
+
+std::string describe(const Shape& shape) {
+    return std::to_string(shape.queues) + (shape.queues == 1 ? " queue" : " queues") +
+           ", " + route_name(shape.route) +
+           (shape.hourglass_headers ? ", hourglass headers" : ", no headers");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"The broker's cost per confirmed persistent publish, by shape"};
+    std::string amqp_url;
+    std::size_t messages = 100000;
+    std::size_t window = 2000;
+    std::size_t body_bytes = 16;
+    std::int64_t ttl_ms = 600000;
+    long broker_pid = 0;
+    std::size_t idle_fanouts = 0;
+    bool blocks = false;
+    std::vector<std::string> shapes_text{"1:default:none", "24:fanout:hourglass"};
+    app.add_option("--amqp-url", amqp_url, "broker URL")->required();
+    app.add_option("--messages", messages, "messages per shape");
+    app.add_option("--window", window, "publishes between waits for their confirms");
+    app.add_option("--body-bytes", body_bytes, "bytes of each message's body");
+    app.add_option("--ttl", ttl_ms, "the queues' x-message-ttl, ms (outlasts the run)");
+    app.add_flag("--blocks", blocks,
+                   "publish each window in one block per queue instead of round-robin");
+    app.add_option("--idle-fanouts", idle_fanouts,
+                   "fanout exchanges, each bound to an idle queue, declared for the whole run");
+    app.add_option("--broker-pid", broker_pid, "the broker's process id, for its CPU time");
+    app.add_option("--shape", shapes_text,
+                   "QUEUES:default|fanout|direct|headers:none|hourglass, repeatable; run in the order given");
+    CLI11_PARSE(app, argc, argv);
+
+    std::vector<Shape> shapes;
+    for (const auto& text : shapes_text) {
+        Shape shape;
+        std::istringstream in(text);
+        std::string queues, route, headers;
+        std::getline(in, queues, ':');
+        std::getline(in, route, ':');
+        std::getline(in, headers, ':');
+        shape.queues = std::max<std::size_t>(1, std::stoul(queues));
+        if (!kRoutes.contains(route)) {
+            std::cerr << "unknown route '" << route << "' in --shape " << text << "\n";
+            return 2;
+        }
+        shape.route = kRoutes.at(route);
+        shape.hourglass_headers = headers == "hourglass";
+        shapes.push_back(shape);
+    }
+
+    Client client(amqp_url);
+    auto& connection = client.connection();
+    const auto run_tag = std::to_string(std::random_device{}() % 1000000);
+    const std::string body(body_bytes, 'x');
+    const std::string sink = "hourglass.bench.shapes.sink." + run_tag;
+    connection.declare_exchange(2, sink, "fanout");
+    const std::string direct = "hourglass.bench.shapes.direct." + run_tag;
+    const std::string headers = "hourglass.bench.shapes.headers." + run_tag;
+    connection.declare_exchange(2, direct, "direct");
+    connection.declare_exchange(2, headers, "headers");
+
+    std::vector<std::string> idle;
+    for (std::size_t i = 0; i < idle_fanouts; ++i) {
+        idle.push_back("hourglass.bench.shapes.idle." + run_tag + "." + std::to_string(i));
+        connection.declare_queue(2, idle.back(), {{"x-queue-type", std::string("classic")}});
+        connection.declare_exchange(2, idle.back(), "fanout");
+        connection.bind_queue(2, idle.back(), idle.back(), "");
+    }
+
+    std::cout << "| shape | publishes/s | broker CPU per publish, us |\n|---|---|---|\n";
+    std::vector<nlohmann::json> results;
+    for (std::size_t s = 0; s < shapes.size(); ++s) {
+        const auto& shape = shapes[s];
+        std::vector<std::string> targets;
+        for (std::size_t q = 0; q < shape.queues; ++q) {
+            const auto name = "hourglass.bench.shapes." + run_tag + "." + std::to_string(s) + "." +
+                              std::to_string(q);
+            connection.declare_queue(2, name,
+                                     {{"x-queue-type", std::string("classic")},
+                                      {"x-message-ttl", ttl_ms},
+                                      {"x-dead-letter-exchange", sink}});
+            switch (shape.route) {
+            case Route::default_exchange: break;
+            case Route::own_fanout:
+                connection.declare_exchange(2, name, "fanout");
+                connection.bind_queue(2, name, name, "");
+                break;
+            case Route::one_direct: connection.bind_queue(2, name, direct, name); break;
+            case Route::one_headers:
+                connection.bind_queue(2, name, headers, "",
+                                      {{"x-match", std::string("all")}, {"x-lane", name}});
+                break;
+            }
+            targets.push_back(name);
+        }
+        const auto due = format_rfc3339_ms(now_ms());
+        std::vector<Message> batch;
+        batch.reserve(window);
+        const auto cpu_before = cpu_seconds_of(broker_pid);
+        const auto start = std::chrono::steady_clock::now();
+        for (std::size_t n = 0; n < messages;) {
+            batch.clear();
+            for (; n < messages && batch.size() < window; ++n) {
+                Message m;
+                m.body = body;
+                m.properties.delivery_mode = 2;
+                m.properties.message_id = "shape-" + std::to_string(n);
+                const auto in_window = n % window;
+                const auto& target =
+                    blocks ? targets[in_window * targets.size() / window] : targets[n % targets.size()];
+                switch (shape.route) {
+                case Route::default_exchange: m.routing_key = target; break;
+                case Route::own_fanout: m.exchange = target; m.routing_key = "bench.job"; break;
+                case Route::one_direct: m.exchange = direct; m.routing_key = target; break;
+                case Route::one_headers:
+                    m.exchange = headers;
+                    m.routing_key = "bench.job";
+                    set_header(m.properties, "x-lane", target);
+                    break;
+                }
+                if (shape.hourglass_headers) {
+                    set_header(m.properties, "x-hourglass-id", *m.properties.message_id);
+                    set_header(m.properties, "x-hourglass-due", due);
+                    set_header(m.properties, "x-hourglass-run", std::int64_t{1});
+                }
+                batch.push_back(std::move(m));
+            }
+            client.publish_all(batch);
+        }
+        const auto seconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        const auto cpu_after = cpu_seconds_of(broker_pid);
+        const double rate = static_cast<double>(messages) / seconds;
+        const double cpu_us = cpu_before >= 0 ? (cpu_after - cpu_before) * 1e6 /
+                                                     static_cast<double>(messages)
+                                              : -1;
+        std::cout << "| " << describe(shape) << " | " << static_cast<long>(rate) << " | "
+                  << (cpu_us >= 0 ? std::to_string(static_cast<long>(cpu_us)) : "-") << " |\n";
+        results.push_back({{"scenario", "broker-shapes"},
+                           {"shape", describe(shape)},
+                           {"queues", shape.queues},
+                           {"route", route_name(shape.route)},
+                           {"hourglass_headers", shape.hourglass_headers},
+                           {"messages", messages},
+                           {"window", window},
+                           {"body_bytes", body_bytes},
+                           {"publishes_per_s", rate},
+                           {"broker_cpu_us_per_publish", cpu_us}});
+        for (const auto& target : targets) {
+            connection.delete_queue(2, target);
+            if (shape.route == Route::own_fanout) connection.delete_exchange(2, target);
+        }
+    }
+    for (const auto& name : idle) {
+        connection.delete_queue(2, name);
+        connection.delete_exchange(2, name);
+    }
+    for (const auto& exchange : {sink, direct, headers}) connection.delete_exchange(2, exchange);
+    for (const auto& result : results) std::cout << result.dump() << "\n";
+    return 0;
+}

@@ -1,14 +1,21 @@
-// What a confirmed, persistent publish costs the broker, by the shape of what is published:
-// how many TTL queues the messages are spread over, whether each queue sits behind a fanout
-// exchange of its own (as hourglass's delay queues do) or is published to through the default
-// exchange, and whether the messages carry hourglass's release headers. No hourglass, no
-// database: the driver alone, so the broker's share of a loader's hand-over can be told apart.
+// What a confirmed, persistent publish costs the broker, by the shape of what is published: how
+// many TTL queues the messages are spread over, how they reach them (--shape
+// QUEUES:ROUTE:HEADERS, ROUTE one of `default` (the default exchange, routing key = queue),
+// `fanout` (each queue behind a fanout exchange of its own, as hourglass's delay queues are),
+// `direct` (one direct exchange, each queue bound by its name), `headers` (one headers exchange,
+// each queue bound on a header naming it)), and whether the messages carry hourglass's three
+// release headers. No hourglass, no database: the driver alone, so the broker's share of a
+// loader's hand-over can be told apart from the rest.
 //
-// Each shape publishes --messages persistent messages round-robin over its queues (consecutive
-// messages to consecutive queues, like the loader's delay lanes), waiting for the confirms every
-// --window publishes, into queues whose TTL (--ttl) outlasts the run; then deletes them. With
-// --broker-pid it reads the broker's CPU time (/proc/PID/stat) before and after each shape.
+// Each shape publishes --messages persistent messages over its queues, round-robin (consecutive
+// messages to consecutive queues, like the loader's delay lanes) or with --blocks in one block
+// per queue of each window, waiting for the confirms every --window publishes, into queues
+// whose TTL (--ttl) outlasts the run; then deletes them. With --broker-pid it reads the
+// broker's CPU time (/proc/PID/stat) before and after each shape. --idle-fanouts declares that
+// many more exchange/queue pairs for the whole run (does the number of bindings matter?).
 //
+// Usage: bench_e2e_broker_shapes --amqp-url URL --broker-pid PID --shape 1:default:none
+//        --shape 24:fanout:hourglass ...
 // Prints a table row per shape, then one JSON line per shape (for bench/results/*.jsonl).
 #include <CLI/CLI.hpp>
 #include <chrono>
@@ -112,11 +119,14 @@ int main(int argc, char** argv) {
         std::getline(in, queues, ':');
         std::getline(in, route, ':');
         std::getline(in, headers, ':');
-        shape.queues = std::max<std::size_t>(1, std::stoul(queues));
-        if (!kRoutes.contains(route)) {
-            std::cerr << "unknown route '" << route << "' in --shape " << text << "\n";
+        const bool queues_valid = !queues.empty() && queues.size() <= 4 &&
+                                  queues.find_first_not_of("0123456789") == std::string::npos;
+        if (!queues_valid || !kRoutes.contains(route) || (headers != "none" && headers != "hourglass")) {
+            std::cerr << "--shape " << text
+                      << ": expected QUEUES:default|fanout|direct|headers:none|hourglass\n";
             return 2;
         }
+        shape.queues = std::max<std::size_t>(1, std::stoul(queues));
         shape.route = kRoutes.at(route);
         shape.hourglass_headers = headers == "hourglass";
         shapes.push_back(shape);

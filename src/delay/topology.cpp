@@ -45,10 +45,11 @@ DelayLadder::DelayLadder(Milliseconds horizon, Milliseconds step) : step_(step) 
 DelayLadder DelayLadder::for_horizon(Milliseconds horizon) {
     constexpr long kMaxQueues = 64;
     const long seconds = std::max<long>(1, (horizon.count() + 999) / 1000);
-    // Whole seconds, and few enough steps that ttl 0 .. >= horizon fits in 64 queues.
-    // A 1 s step up to a 62 s horizon (61 rungs for the default 60 s): a run waits at most 1 s
-    // in memory before its publish, so a burst due at one instant is handed over at up to
-    // `--max-in-memory-runs` a second, twice what a 2 s step allowed (docs/architecture.md).
+    // The shortest whole-second step with which ttl 0 .. >= horizon fits in 64 queues: 1 s up
+    // to a 62 s horizon (61 rungs for the default 60 s). A run then waits at most 1 s in memory
+    // before its publish, and since every run of a burst due at one instant waits for the same
+    // rung, the loader hands a burst over at up to `--max-in-memory-runs` a second (twice what
+    // the 2 s step used until 2026-11-26 allowed; docs/architecture.md).
     const long step_seconds = std::max<long>(1, (seconds + kMaxQueues - 3) / (kMaxQueues - 2));
     return DelayLadder(horizon, std::chrono::seconds{step_seconds});
 }

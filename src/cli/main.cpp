@@ -108,6 +108,12 @@ void add_service_options(CLI::App& run, ServiceOptions& options) {
                    "Hand-overs the loader may have awaiting the broker's confirm (1-65536)")
         ->envname("HOURGLASS_MAX_UNCONFIRMED")
         ->check(CLI::Range(std::size_t{1}, std::size_t{65536}));
+    run.add_option("--max-in-memory-runs", options.max_in_memory_runs,
+                   "Claimed runs the loader may hold while they wait for their publish time or "
+                   "a confirm; a burst is handed over at up to this many a second "
+                   "(1000-1000000, default 30000)")
+        ->envname("HOURGLASS_MAX_IN_MEMORY_RUNS")
+        ->check(CLI::Range(std::size_t{1000}, std::size_t{1000000}));
     run.add_option("--delay-lanes", options.delay_lanes,
                    "Delay queues per TTL, released by the broker in parallel (1-16, default 4)")
         ->envname("HOURGLASS_DELAY_LANES")

@@ -37,6 +37,7 @@ struct ServiceOptions {
     std::string max_clock_offset = "1s";
     std::size_t max_body = 1024 * 1024;
     std::size_t max_unconfirmed = loader::kDefaultMaxUnconfirmed;
+    std::size_t max_in_memory_runs = loader::kDefaultMaxInMemoryRuns;
     unsigned delay_lanes = delay::kDefaultDelayLanes;
     bool no_audit = false;
     std::string realtime_publisher = "off";  // or "auto"

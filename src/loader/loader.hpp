@@ -47,6 +47,11 @@ namespace hourglass::loader {
 // 4.3.6 and in three of three on 3.10.8 (docs/benchmarks.md "The loader's confirm window").
 // Memory stays bounded by max_in_memory_bytes, which counts the runs in flight.
 inline constexpr std::size_t kDefaultMaxUnconfirmed = 4096;
+// Claimed runs waiting for their publish time or a confirm (--max-in-memory-runs). Every run of
+// a burst waits for the same 1 s rung, so this is also the hand-over rate of a hotspot, a
+// second: 30,000 lets a 5 s horizon carry 100,000 due at one instant (20,000 did not), at an
+// RSS peak of 62-71 MB; 50,000 reached 107-130 MB (docs/benchmarks.md).
+inline constexpr std::size_t kDefaultMaxInMemoryRuns = 30000;
 
 struct LoaderOptions {
     amqp::ConnectionOptions amqp;
@@ -66,10 +71,7 @@ struct LoaderOptions {
     RealtimeMode realtime_publisher = RealtimeMode::off;
     std::size_t claim_batch = 1000;
     std::size_t max_unconfirmed = kDefaultMaxUnconfirmed;
-    // Claimed runs waiting for their publish time or a confirm. 20,000, not 50,000: once a
-    // claim outran the publisher (4,096 in flight, claims planned afresh), a hotspot held
-    // 50,000 at about 1.4 KB each, and the RSS peak reached 107-130 MB (docs/benchmarks.md).
-    std::size_t max_in_memory_runs = 20000;
+    std::size_t max_in_memory_runs = kDefaultMaxInMemoryRuns;
     std::size_t max_in_memory_bytes = 64u << 20;
     std::string owner;  // lease owner id, unique per process
     LeaseTimings lease_timings;

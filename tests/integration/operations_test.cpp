@@ -534,6 +534,8 @@ TEST_F(Operations, option_values_out_of_bounds_are_usage_errors_naming_the_optio
         {{"--console-token", "guessable"}, "--console-token: a console token needs at least 16 characters"},
         {{"--max-unconfirmed", "0"}, "--max-unconfirmed: Value 0 not in range 1 to 65536"},
         {{"--delay-lanes", "17"}, "--delay-lanes: Value 17 not in range 1 to 16"},
+        {{"--max-in-memory-runs", "999"},
+         "--max-in-memory-runs: Value 999 not in range 1000 to 1000000"},
     };
     for (const auto& [options, expected] : cases) {
         auto arguments = options;

@@ -116,6 +116,7 @@ ServiceOptions custom_options() {
     options.max_delay = "30d";
     options.max_body = 4096;
     options.no_audit = true;
+    options.max_in_memory_runs = 30000;
     return options;
 }
 
@@ -147,6 +148,7 @@ TEST(ServiceOptions, loader_gets_horizon_lease_topology_and_a_unique_owner) {
     EXPECT_FALSE(loader.resend_after.has_value()) << "without the audit no run counts as lost";
     EXPECT_EQ(loader.amqp.url, options.amqp_url);
     EXPECT_EQ(loader.store.schema, "acme_jobs");
+    EXPECT_EQ(loader.max_in_memory_runs, 30000u);
     EXPECT_THAT(loader.owner, HasSubstr(":" + std::to_string(getpid()) + ":"));
     EXPECT_NE(loader.owner, options.loader().owner) << "two loaders must not share a lease owner";
 }
@@ -167,6 +169,7 @@ TEST(ServiceOptions, defaults_match_the_spec) {
     EXPECT_EQ(loader.topology.queue_type, delay::QueueType::classic);
     EXPECT_TRUE(loader.topology.audit);
     EXPECT_EQ(loader.resend_after, Milliseconds{60000});
+    EXPECT_EQ(loader.max_in_memory_runs, 30000u) << "a 5 s horizon carries a 100,000 hotspot";
 }
 
 TEST(ServiceOptions, schema_does_not_follow_the_prefix) {

@@ -556,9 +556,12 @@ void Loader::publish_session(std::stop_token stop) {
                 const auto now = seams_.now();
                 std::uint64_t sequence = 0;
                 try {
+                    // Without the audit (--no-audit) no release needs a copy: the skip key
+                    // keeps copies out of an audit queue that a prefix declared with the audit
+                    // still has bound, where nothing would consume them.
                     sequence = channel->publish(release_message(
                         *scheduled.run, batch_now, channel->frame_max(), next_lane,
-                        scheduled.observed_with.has_value()));
+                        scheduled.observed_with.has_value() || !options_.releases_observed));
                     next_lane = (next_lane + 1) % options_.topology.delay_lanes;
                 } catch (...) {
                     // This run and the rest of the batch were not published: back to the store.

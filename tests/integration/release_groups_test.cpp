@@ -59,6 +59,23 @@ TEST_F(ReleaseGroups, a_hotspot_is_recorded_run_by_run_from_one_audit_copy_per_g
     EXPECT_EQ(client.queue_size(prefix_ + ".delay.audit").value_or(1), 0u);
 }
 
+// An instance with --no-audit on a prefix that an instance with the audit declared (its audit
+// queue still bound): no release leaves a copy there, where nothing would ever consume it.
+TEST_F(ReleaseGroups, without_the_audit_no_copy_is_left_in_an_audit_queue_declared_before) {
+    start_hourglass({"--horizon", "4s"}).terminate();
+    start_hourglass({"--horizon", "4s", "--no-audit"});
+    Client client(amqp_url_);
+    client.subscribe(out_exchange(), "#");
+    constexpr int kJobs = 20;
+    // One due time each, so that every run is released alone (no group to share a copy).
+    client.publish_all(scheduled_series("alone-", kJobs, now_ms() + 2s, 50ms));
+    ASSERT_EQ(client.drain(3500ms, 20s).size(), static_cast<std::size_t>(kJobs));
+    std::this_thread::sleep_for(500ms);  // a copy would be queued with the release
+    EXPECT_EQ(client.queue_size(prefix_ + ".delay.audit").value_or(1), 0u);
+    EXPECT_EQ(sql("SELECT count(*) FROM jobs WHERE state = 'enqueued' AND NOT audited")[0][0].as<int>(),
+              kJobs);
+}
+
 // The release of a group's last run can be recorded before the loader records the group's
 // hand-over (a TTL of 0 releases at once): the hand-over then ends the group done. Either order
 // gives every run the group's release time.

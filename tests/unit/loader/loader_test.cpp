@@ -493,15 +493,25 @@ TEST_F(LoaderTest, observes_runs_alone_unless_they_share_a_queue_and_a_due_time)
     });
 }
 
-TEST_F(LoaderTest, groups_nothing_when_the_audit_is_off) {
+// Without the audit nothing is grouped, and every release carries the key that keeps its copy
+// out of the audit queue: a prefix declared by an instance with the audit still has that queue
+// bound, and nothing would consume what reached it.
+TEST_F(LoaderTest, groups_nothing_and_copies_nothing_to_the_audit_when_the_audit_is_off) {
     const auto due = in(1500ms);
     for (int i = 0; i < 10; ++i) db.add("hot-" + std::to_string(i), due);
+    db.add("alone", in(1800ms));
     auto loader_options = options();
     loader_options.releases_observed = false;
+    const auto names = loader_options.topology.names;
     start(std::move(loader_options));
-    ASSERT_TRUE(eventually([&] { return db.handed_over() == 10; }));
+    ASSERT_TRUE(eventually([&] { return db.handed_over() == 11; }));
+    ASSERT_EQ(broker.publishes().size(), 11u);
     for (const auto& publish : broker.publishes()) {
-        EXPECT_EQ(find_header(publish.message.properties, "BCC"), nullptr);
+        const auto* bcc = find_header(publish.message.properties, "BCC");
+        ASSERT_NE(bcc, nullptr) << publish.message.exchange;
+        const auto& keys = std::get<FieldArray>(bcc->value);
+        ASSERT_EQ(keys.size(), 1u);
+        EXPECT_EQ(std::get<std::string>(keys.front().value), names.grouped_release_key);
     }
     db.read([](const FakeDatabase& d) {
         for (const auto& [id, row] : d.rows) EXPECT_FALSE(row.observed_with.has_value()) << id;

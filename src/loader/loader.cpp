@@ -436,7 +436,7 @@ void Loader::group_releases(std::vector<Scheduled>& batch, TimePoint now, unsign
 }
 
 Message Loader::release_message(ClaimedRun& run, TimePoint now, std::size_t frame_max,
-                                unsigned lane, bool grouped) const {
+                                unsigned lane, bool without_copy) const {
     const auto ttl = ladder_.ttl_for(run.due_at, now);
     Message message;
     message.routing_key = run.routing_key;
@@ -453,7 +453,7 @@ Message Loader::release_message(ClaimedRun& run, TimePoint now, std::size_t fram
         message.exchange = options_.topology.names.forward_delay(ttl);
         set_header(message.properties, std::string(header::kExchange), run.exchange);
     }
-    if (grouped) {
+    if (without_copy) {
         // RabbitMQ routes with BCC keys (also when it dead-letters) and strips the header.
         set_header(message.properties, "BCC",
                    FieldArray{FieldValue{options_.topology.names.grouped_release_key}});
@@ -556,9 +556,8 @@ void Loader::publish_session(std::stop_token stop) {
                 const auto now = seams_.now();
                 std::uint64_t sequence = 0;
                 try {
-                    // Without the audit (--no-audit) no release needs a copy: the skip key
-                    // keeps copies out of an audit queue that a prefix declared with the audit
-                    // still has bound, where nothing would consume them.
+                    // Without the audit (--no-audit) no release needs a copy: the key keeps
+                    // them out of an audit queue an instance with the audit left bound.
                     sequence = channel->publish(release_message(
                         *scheduled.run, batch_now, channel->frame_max(), next_lane,
                         scheduled.observed_with.has_value() || !options_.releases_observed));

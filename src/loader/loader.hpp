@@ -152,10 +152,11 @@ private:
     void publish_loop(std::stop_token stop);
     void publish_session(std::stop_token stop);
     // The run as published into the delay queue of its TTL and of `lane` (delay lanes);
-    // `grouped`: observed with the last run of its release group (see group_releases).
+    // `without_copy`: its release needs no audit copy (it is observed with the last run of its
+    // release group, see group_releases, or nothing observes it: --no-audit).
     // Takes the run's body and properties: once published, only its identity is needed.
     Message release_message(ClaimedRun& run, TimePoint now, std::size_t frame_max,
-                            unsigned lane, bool grouped) const;
+                            unsigned lane, bool without_copy) const;
     // Release groups among runs about to be published in this order, from lane `first_lane`
     // on: the runs for one delay queue with one due time. All but the last of each group are
     // given the run they are observed with; the audit then receives one copy per group.

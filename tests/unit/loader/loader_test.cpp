@@ -502,8 +502,7 @@ TEST_F(LoaderTest, groups_nothing_and_copies_nothing_to_the_audit_when_the_audit
     db.add("alone", in(1800ms));
     auto loader_options = options();
     loader_options.releases_observed = false;
-    const auto names = loader_options.topology.names;
-    start(std::move(loader_options));
+    start(std::move(loader_options));  // sets `names`
     ASSERT_TRUE(eventually([&] { return db.handed_over() == 11; }));
     ASSERT_EQ(broker.publishes().size(), 11u);
     for (const auto& publish : broker.publishes()) {

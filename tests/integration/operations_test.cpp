@@ -483,9 +483,15 @@ TEST_F(Operations, json_logs_are_one_object_per_line) {
 // audit still leave their copy there when they are released, and nobody consumes it any more.
 // hourglass says so at start. (Its own releases, with --no-audit, leave none.)
 TEST_F(Operations, no_audit_warns_when_the_audit_queue_of_an_earlier_run_holds_copies) {
-    auto& with_audit = start_hourglass({"--horizon", "4s"});  // declares and binds the audit queue
+    start_hourglass({"--horizon", "8s"}).terminate();  // declares and binds the audit queue
+    auto& before_any_copy = start_hourglass({"--horizon", "8s", "--no-audit"});
+    EXPECT_THAT(before_any_copy.log_tail(200), Not(HasSubstr("release copies")))
+        << "an empty audit queue is no cause for a warning";
+    before_any_copy.terminate();
+    // Handed over at once (due within the horizon); 8 s leave time to stop before the release.
+    auto& with_audit = start_hourglass({"--horizon", "8s"});
     Client client(amqp_url_);
-    client.publish_all({delayed("copied-1", 4000)});
+    client.publish_all({delayed("copied-1", 8000)});
     ASSERT_TRUE(eventually("SELECT state FROM jobs WHERE id = 'copied-1'", "enqueued"))
         << with_audit.log_tail(30);
     with_audit.terminate();  // before the release: its copy then waits in the audit queue
@@ -496,7 +502,7 @@ TEST_F(Operations, no_audit_warns_when_the_audit_queue_of_an_earlier_run_holds_c
     }
     ASSERT_EQ(client.queue_size(audit_queue).value_or(0), 1u) << "the release was copied";
 
-    auto& without_audit = start_hourglass({"--horizon", "4s", "--no-audit"});
+    auto& without_audit = start_hourglass({"--horizon", "8s", "--no-audit"});
     EXPECT_THAT(without_audit.log_tail(200),
                 HasSubstr(audit_queue + " holds 1 release copies and --no-audit is set"));
 }

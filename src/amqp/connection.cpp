@@ -277,14 +277,6 @@ void Connection::bind_exchange(std::uint16_t channel, const std::string& destina
     check_reply(state_.get(), amqp_get_rpc_reply(state_.get()), ("binding exchange " + destination + " to " + source).c_str(), channel);
 }
 
-void Connection::unbind_queue(std::uint16_t channel, const std::string& queue,
-                              const std::string& exchange, const std::string& binding_key) {
-    amqp_queue_unbind(state_.get(), channel, to_bytes(queue), to_bytes(exchange),
-                      to_bytes(binding_key), amqp_empty_table);
-    check_reply(state_.get(), amqp_get_rpc_reply(state_.get()),
-                ("unbinding queue " + queue + " from " + exchange).c_str(), channel);
-}
-
 void Connection::delete_queue(std::uint16_t channel, const std::string& name) {
     amqp_queue_delete(state_.get(), channel, to_bytes(name), 0, 0);
     check_reply(state_.get(), amqp_get_rpc_reply(state_.get()), ("deleting queue " + name).c_str(), channel);

@@ -109,9 +109,6 @@ public:
                     const std::string& binding_key, const Arguments& arguments = {});
     void bind_exchange(std::uint16_t channel, const std::string& destination,
                        const std::string& source, const std::string& binding_key);
-    // Removes a binding; removing one that does not exist is not an error.
-    void unbind_queue(std::uint16_t channel, const std::string& queue, const std::string& exchange,
-                      const std::string& binding_key);
     void delete_queue(std::uint16_t channel, const std::string& name);
     void delete_exchange(std::uint16_t channel, const std::string& name);
     // Number of ready messages in a queue (passive declare); nullopt when it does not exist.

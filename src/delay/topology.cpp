@@ -13,11 +13,9 @@ TopologyNames::TopologyNames(std::string prefix_)
       output(prefix + ".out"),
       unroutable(prefix + ".unroutable"),
       rejected(prefix + ".rejected"),
-      release(prefix + ".delay.release"),
-      observe(prefix + ".delay.observe"),
+      dispatch(prefix + ".delay.dispatch"),
       audit(prefix + ".delay.audit"),
-      audit_skip(prefix + ".delay.observe.skip"),
-      grouped_release_key(".." + prefix + ".release-observed-with-its-group.."),
+      audit_key(".." + prefix + ".release-copied-to-the-audit.."),
       forward(prefix + ".delay.forward") {}
 
 void check_delay_lanes(unsigned lanes, std::string_view who) {
@@ -29,7 +27,7 @@ void check_delay_lanes(unsigned lanes, std::string_view who) {
 }
 
 std::string TopologyNames::delay(Milliseconds ttl, unsigned lane) const {
-    auto name = prefix + ".delay." + std::to_string(ttl.count());
+    auto name = prefix + ".delay." + std::to_string(ttl.count()) + "ms";
     if (lane > 0) name += "." + std::to_string(lane);
     return name;
 }
@@ -127,26 +125,18 @@ void declare_topology(amqp::Connection& connection, std::uint16_t channel,
     connection.declare_queue(channel, names.rejected, plain_queue);
     connection.bind_queue(channel, names.rejected, names.rejected, "");
 
-    connection.declare_exchange(channel, names.release, "fanout");
-    connection.bind_exchange(channel, names.output, names.release, "");
+    // dispatch -> (#) output, (audit_key) audit queue: see the header.
+    connection.declare_exchange(channel, names.dispatch, "topic");
+    connection.bind_exchange(channel, names.output, names.dispatch, "#");
     if (options.audit) {
-        // release -> observe -> (grouped_release_key) skip, (anything else) audit: see the header.
         connection.declare_queue(channel, names.audit, plain_queue);
-        connection.declare_exchange(channel, names.audit, "fanout");
-        connection.bind_queue(channel, names.audit, names.audit, "");
-        connection.declare_exchange(channel, names.audit_skip, "fanout");
-        connection.declare_exchange(channel, names.observe, "direct",
-                                    {{"alternate-exchange", names.audit}});
-        connection.bind_exchange(channel, names.audit_skip, names.observe, names.grouped_release_key);
-        connection.bind_exchange(channel, names.observe, names.release, "");
-        // Hourglass before release groups bound the audit queue to the release exchange itself.
-        connection.unbind_queue(channel, names.audit, names.release, "");
+        connection.bind_queue(channel, names.audit, names.dispatch, names.audit_key);
     }
 
     check_delay_lanes(options.delay_lanes, "topology");
     declare_ladder(
         connection, channel, options.queue_type, ladder, options.delay_lanes,
-        [&](Milliseconds ttl, unsigned lane) { return names.delay(ttl, lane); }, names.release);
+        [&](Milliseconds ttl, unsigned lane) { return names.delay(ttl, lane); }, names.dispatch);
 
     // Targeted runs: their own ladder, released to the forward queue (see the header).
     connection.declare_exchange(channel, names.forward, "fanout");

@@ -5,19 +5,25 @@
 // published with its own routing key (kept through dead-lettering) and no routing header.
 // The loader publishes a run at exactly `due - ttl` into the largest ttl that fits, so every
 // message makes one hop and the broker releases it at its due time even if hourglass dies
-// after publishing. All delay queues dead-letter into the release fanout exchange, which feeds
-// the output exchange (exchange-to-exchange binding) and the observe exchange; the audit copy
-// is therefore not a binding of the output exchange, whose alternate exchange still fires.
+// after publishing. All delay queues dead-letter into the dispatch exchange (topic), which
+// passes every release to the output exchange (exchange-to-exchange binding on `#`) and
+// copies to the audit queue only the releases carrying the audit key; the audit copy is
+// therefore not a binding of the output exchange, whose alternate exchange still fires.
 //
 // Release groups: runs the loader publishes together into one delay queue with one due time
 // leave it in publish order (one TTL, first in first out), so the release of the group's last
-// run shows that all of them left. The loader gives every other run of the group a BCC routing
-// key (`grouped_release_key`); RabbitMQ strips the BCC header at publish but keeps the key for
-// routing, also when it dead-letters. The observe exchange (direct) sends copies with that key
-// to a sink exchange bound to nothing, and every other copy through its alternate exchange to
-// the audit queue: the broker queues one audit copy per group instead of one per run. A copy
-// without the key (a run published alone, or by an older hourglass) is always observed, so a
-// broker or loader that does not group costs copies, never observations.
+// run shows that all of them left. The loader gives the last run of each group, and every run
+// observed alone, a BCC routing key (`audit_key`); RabbitMQ strips the BCC header at publish
+// but keeps the key for routing, also when it dead-letters. The dispatch exchange's binding on
+// that key queues one audit copy per group instead of one per run, and the other runs of the
+// group pass through one exchange fewer than a copy would take (two in all: dispatch, output).
+// A release without the key is not observed; --no-audit publishes none.
+//
+// Until 2026-11-27 the ladder was `<prefix>.delay.<ttl>`, dead-lettering into a fanout
+// exchange that sent every release on through two more exchanges (observe, then skip or
+// audit) to leave out the copies. The queues' dead-letter exchange cannot change in place, so
+// the ladder took new names (`<prefix>.delay.<ttl>ms`); the old queues keep their route, which
+// still ends in the same audit queue, and empty within a horizon of an upgrade.
 //
 // Lanes: each rung of the untargeted ladder is `lanes` queues with the same TTL, and the loader
 // spreads consecutive publishes over them. A queue expires and dead-letters its messages in one
@@ -61,17 +67,16 @@ struct TopologyNames {
     std::string output;      // exchange hourglass.out
     std::string unroutable;  // exchange and queue hourglass.unroutable
     std::string rejected;    // exchange and queue hourglass.rejected
-    std::string release;     // fanout exchange the delay queues dead-letter into
-    std::string observe;     // direct exchange: which release copies reach the audit
-    std::string audit;       // queue (and fanout exchange) of the release copies observed
-    std::string audit_skip;  // fanout exchange bound to nothing: copies the audit does not need
-    // BCC routing key of a run observed through the last run of its release group. Dots at
-    // both ends keep user bindings such as `*.*` or `orders.#` from matching it on the output
-    // exchange, where the release carries it as a second routing key.
-    std::string grouped_release_key;
+    std::string dispatch;    // topic exchange the delay queues dead-letter into
+    std::string audit;       // queue of the release copies observed
+    // BCC routing key of a run whose release the audit observes (the last of a release group,
+    // or a run observed alone). Dots at both ends keep user bindings such as `*.*` or
+    // `orders.#` from matching it on the output exchange, where the release carries it as a
+    // second routing key.
+    std::string audit_key;
     std::string forward;     // fanout exchange and queue of released runs with a target exchange
-    // Exchange and queue of one TTL and lane: <prefix>.delay.<ttl>, then
-    // <prefix>.delay.<ttl>.<lane>.
+    // Exchange and queue of one TTL (in milliseconds) and lane: <prefix>.delay.<ttl>ms, then
+    // <prefix>.delay.<ttl>ms.<lane>.
     std::string delay(Milliseconds ttl, unsigned lane = 0) const;
     // Exchange and queue of one TTL for runs with a target exchange.
     std::string forward_delay(Milliseconds ttl) const;

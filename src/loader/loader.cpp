@@ -410,13 +410,6 @@ void Loader::finish_claims(store::ClaimStore& store) {
     store.leave(options_.owner);
 }
 
-bool Loader::audited(const ClaimedRun& run) const {
-    // A release routed with the grouped-release key is never copied to the audit: a run whose
-    // own routing key is that key cannot be observed (and must not be re-sent as lost).
-    return options_.releases_observed &&
-           (!run.exchange.empty() || run.routing_key != options_.topology.names.grouped_release_key);
-}
-
 void Loader::group_releases(std::vector<Scheduled>& batch, TimePoint now, unsigned first_lane) const {
     if (!options_.releases_observed) return;
     const auto lanes = options_.topology.delay_lanes;
@@ -426,8 +419,12 @@ void Loader::group_releases(std::vector<Scheduled>& batch, TimePoint now, unsign
         auto& scheduled = batch[i];
         const auto& run = *scheduled.run;
         // Targeted runs are observed by the forwarder, recurring ones one by one (their row
-        // moves on to the next run at once).
-        if (!run.exchange.empty() || run.cron || !audited(run)) continue;
+        // moves on to the next run at once), and a run routed with the audit key itself is
+        // copied to the audit whatever it carries.
+        if (!run.exchange.empty() || run.cron ||
+            run.routing_key == options_.topology.names.audit_key) {
+            continue;
+        }
         const auto lane = static_cast<unsigned>((first_lane + i) % lanes);
         const auto key = std::make_tuple(ladder_.ttl_for(run.due_at, now), lane, run.due_at);
         const auto [last, inserted] = last_of_group.try_emplace(key, RunRef{run.id, run.run});
@@ -436,7 +433,7 @@ void Loader::group_releases(std::vector<Scheduled>& batch, TimePoint now, unsign
 }
 
 Message Loader::release_message(ClaimedRun& run, TimePoint now, std::size_t frame_max,
-                                unsigned lane, bool without_copy) const {
+                                unsigned lane, bool copy_to_audit) const {
     const auto ttl = ladder_.ttl_for(run.due_at, now);
     Message message;
     message.routing_key = run.routing_key;
@@ -453,10 +450,10 @@ Message Loader::release_message(ClaimedRun& run, TimePoint now, std::size_t fram
         message.exchange = options_.topology.names.forward_delay(ttl);
         set_header(message.properties, std::string(header::kExchange), run.exchange);
     }
-    if (without_copy) {
+    if (copy_to_audit && run.exchange.empty()) {
         // RabbitMQ routes with BCC keys (also when it dead-letters) and strips the header.
         set_header(message.properties, "BCC",
-                   FieldArray{FieldValue{options_.topology.names.grouped_release_key}});
+                   FieldArray{FieldValue{options_.topology.names.audit_key}});
     }
     // Ingest refuses jobs whose release would not fit a frame; a row stored before that check,
     // or edited by hand, is still released rather than failing every publish (SPEC §3.3).
@@ -502,7 +499,7 @@ void Loader::publish_session(std::stop_token stop) {
             const auto& run = *s.value.run;
             bytes += s.value.bytes;
             runs.push_back({run.id, run.run, next_run_ ? next_run_(run, now) : std::nullopt,
-                            audited(run), s.value.observed_with});
+                            options_.releases_observed, s.value.observed_with});
         }
         if (!runs.empty()) {
             {
@@ -556,11 +553,11 @@ void Loader::publish_session(std::stop_token stop) {
                 const auto now = seams_.now();
                 std::uint64_t sequence = 0;
                 try {
-                    // Without the audit (--no-audit) no release needs a copy: the key keeps
-                    // them out of an audit queue an instance with the audit left bound.
+                    // A run observed with its group's last needs no copy, nor any run
+                    // without the audit (--no-audit).
                     sequence = channel->publish(release_message(
                         *scheduled.run, batch_now, channel->frame_max(), next_lane,
-                        scheduled.observed_with.has_value() || !options_.releases_observed));
+                        options_.releases_observed && !scheduled.observed_with.has_value()));
                     next_lane = (next_lane + 1) % options_.topology.delay_lanes;
                 } catch (...) {
                     // This run and the rest of the batch were not published: back to the store.

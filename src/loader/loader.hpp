@@ -152,17 +152,16 @@ private:
     void publish_loop(std::stop_token stop);
     void publish_session(std::stop_token stop);
     // The run as published into the delay queue of its TTL and of `lane` (delay lanes);
-    // `without_copy`: its release needs no audit copy (it is observed with the last run of its
-    // release group, see group_releases, or nothing observes it: --no-audit).
+    // `copy_to_audit`: its release is copied to the audit queue (untargeted runs only), unless
+    // it is observed with the last run of its release group (see group_releases) or nothing
+    // observes it (--no-audit).
     // Takes the run's body and properties: once published, only its identity is needed.
     Message release_message(ClaimedRun& run, TimePoint now, std::size_t frame_max,
-                            unsigned lane, bool without_copy) const;
+                            unsigned lane, bool copy_to_audit) const;
     // Release groups among runs about to be published in this order, from lane `first_lane`
     // on: the runs for one delay queue with one due time. All but the last of each group are
     // given the run they are observed with; the audit then receives one copy per group.
     void group_releases(std::vector<Scheduled>& batch, TimePoint now, unsigned first_lane) const;
-    // Whether anything will observe the run's release (see HandedOverRun::audited).
-    bool audited(const ClaimedRun& run) const;
     void schedule(std::vector<ClaimedRun> runs);
     void confirmed(std::vector<HandedOverRun> runs);
     template <typename Settled>

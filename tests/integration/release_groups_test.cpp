@@ -124,19 +124,80 @@ TEST_F(ReleaseGroups, a_group_ends_done_whichever_of_release_and_hand_over_is_re
     }
 }
 
-// A job whose routing key is the grouped-release key: its copy can never reach the audit, so it
-// is released like any other and recorded as unaudited, never re-sent as lost.
-TEST_F(ReleaseGroups, a_routing_key_equal_to_the_grouped_release_key_is_released_once) {
+// A job whose routing key is the audit key: its release is copied to the audit whatever
+// the loader adds, so it is observed alone, released once and done.
+TEST_F(ReleaseGroups, a_routing_key_equal_to_the_audit_key_is_released_once_and_observed) {
     start_hourglass({"--horizon", "4s", "--resend-after", "1s"});
     Client client(amqp_url_);
-    const auto key = ".." + prefix_ + ".release-observed-with-its-group..";
+    const auto key = ".." + prefix_ + ".release-copied-to-the-audit..";
     client.subscribe(out_exchange(), "#");
-    client.publish_all({delayed("odd-key", 300, key)});
+    client.publish_all({delayed("odd-key", 300, key), delayed("plain-key", 300)});
     const auto received = client.drain(6000ms, 15s);  // quiet long after a re-send would come
-    ASSERT_EQ(received.size(), 1u) << "released once, never re-sent";
-    EXPECT_EQ(received.front().message.routing_key, key);
-    EXPECT_EQ(sql("SELECT state || ':' || audited FROM jobs WHERE id = 'odd-key'")[0][0].as<std::string>(),
-              "enqueued:false");
+    ASSERT_EQ(received.size(), 2u) << "each released once, never re-sent";
+    std::set<std::string> keys;
+    for (const auto& r : received) keys.insert(r.message.routing_key);
+    EXPECT_EQ(keys, (std::set<std::string>{key, "jobs.test"}));
+    EXPECT_TRUE(eventually("SELECT string_agg(id || ':' || state || ':' || audited, ',' ORDER BY id) "
+                           "FROM jobs",
+                           "odd-key:done:true,plain-key:done:true", 10s));
+    EXPECT_EQ(client.queue_size(prefix_ + ".delay.audit").value_or(1), 0u);
+}
+
+// An upgrade from the ladder used until 2026-11-27: `<prefix>.delay.<ttl>` queues dead-lettering
+// into a fanout exchange, and from it through `<prefix>.delay.observe` to the audit queue. A
+// run still waiting in an old queue is released through the old route and observed as before.
+TEST_F(ReleaseGroups, a_run_left_in_the_ladder_of_the_previous_version_is_released_and_observed) {
+    auto& process = start_hourglass({"--horizon", "4s"});
+    Client client(amqp_url_);
+    client.subscribe(out_exchange(), "#");
+    auto& broker = client.connection();
+    const amqp::Arguments classic{{"x-queue-type", std::string("classic")}};
+    // The old route, as the previous version declared it (its audit queue is the same queue).
+    const auto old_release = prefix_ + ".delay.release";
+    const auto old_observe = prefix_ + ".delay.observe";
+    const auto old_audit = prefix_ + ".delay.audit";
+    const auto old_queue = prefix_ + ".delay.2000";
+    broker.declare_exchange(2, old_release, "fanout");
+    broker.bind_exchange(2, out_exchange(), old_release, "");
+    broker.declare_exchange(2, old_audit, "fanout");
+    broker.bind_queue(2, old_audit, old_audit, "");
+    broker.declare_exchange(2, old_observe, "direct", {{"alternate-exchange", old_audit}});
+    broker.bind_exchange(2, old_observe, old_release, "");
+    auto delay_arguments = classic;
+    delay_arguments.emplace_back("x-message-ttl", std::int64_t{2000});
+    delay_arguments.emplace_back("x-dead-letter-exchange", old_release);
+    broker.declare_exchange(2, old_queue, "fanout");
+    broker.declare_queue(2, old_queue, delay_arguments);
+    broker.bind_queue(2, old_queue, old_queue, "");
+
+    // A run the previous version claimed and handed over into that queue.
+    store::JobStore store({pg_url_, schema_});
+    const auto due = std::chrono::time_point_cast<Milliseconds>(now_us()) + 2s;
+    ScheduleCommand job;
+    job.id = "old-ladder";
+    job.routing_key = "jobs.test";
+    job.due_at = due;
+    job.accepted_at = due - 3s;
+    const std::vector<Command> commands{Command{job, job.id, std::nullopt, std::nullopt}};
+    store.apply(commands);
+    ASSERT_EQ(store.claim_due("previous-version", due, 10, 60s).size(), 1u);
+    Message release;
+    release.exchange = old_queue;
+    release.routing_key = "jobs.test";
+    release.body = "body";
+    release.properties.delivery_mode = 2;
+    set_header(release.properties, "x-hourglass-id", std::string("old-ladder"));
+    set_header(release.properties, "x-hourglass-due", format_rfc3339_ms(due));
+    set_header(release.properties, "x-hourglass-run", std::int64_t{1});
+    client.publish(release);
+    store.record_handed_over("previous-version", {{"old-ladder", 1, std::nullopt, true, std::nullopt}});
+
+    const auto received = client.drain(3000ms, 10s);
+    ASSERT_EQ(received.size(), 1u);
+    EXPECT_EQ(string_header(received.front().message, "x-hourglass-id"), "old-ladder");
+    EXPECT_GE(received.front().received_at, due);
+    EXPECT_TRUE(eventually("SELECT state FROM jobs WHERE id = 'old-ladder'", "done", 10s))
+        << process.log_tail(30);
 }
 
 }  // namespace

@@ -363,6 +363,17 @@ std::string header_text(const Message& message, std::string_view name) {
     return text != nullptr ? *text : std::string{};
 }
 
+// The routing keys a publish asks RabbitMQ to add in BCC (none without the header).
+std::vector<std::string> bcc_keys(const Message& message) {
+    std::vector<std::string> keys;
+    if (const auto* bcc = find_header(message.properties, "BCC")) {
+        for (const auto& key : std::get<FieldArray>(bcc->value)) {
+            keys.push_back(std::get<std::string>(key.value));
+        }
+    }
+    return keys;
+}
+
 TEST_F(LoaderTest, hands_over_runs_due_within_the_horizon_on_time_and_records_them) {
     db.add("soon", in(300ms));
     db.add("later", in(1200ms));
@@ -405,8 +416,9 @@ TEST_F(LoaderTest, records_whether_the_audit_observes_the_runs_it_hands_over) {
 }
 
 // Release groups: runs due at one instant and published into one delay queue leave it in
-// publish order, so the audit needs a copy of the last one only. The others carry the BCC key
-// that keeps their copy from the audit queue, and are recorded as observed with that last run.
+// publish order, so the audit needs a copy of the last one only. That one carries the BCC key
+// that copies its release to the audit queue; the others carry none and are recorded as
+// observed with it.
 TEST_F(LoaderTest, observes_a_hotspot_through_the_last_run_published_to_each_queue) {
     const auto due = in(1500ms);
     for (int i = 0; i < 40; ++i) db.add("hot-" + std::to_string(i), due);
@@ -426,16 +438,13 @@ TEST_F(LoaderTest, observes_a_hotspot_through_the_last_run_published_to_each_que
         for (const auto& [id, row] : d.rows) {
             EXPECT_TRUE(row.audited) << id;
             const auto& publish = publishes[last_published.at(id)];
-            const auto* bcc = find_header(publish.message.properties, "BCC");
             if (!row.observed_with) {
-                EXPECT_EQ(bcc, nullptr) << id << ": observed itself, so its copy must reach the audit";
+                EXPECT_EQ(bcc_keys(publish.message), std::vector<std::string>{names.audit_key})
+                    << id << ": observed itself, so its release must be copied to the audit";
                 observed_alone.insert(id);
                 continue;
             }
-            ASSERT_NE(bcc, nullptr) << id;
-            const auto& keys = std::get<FieldArray>(bcc->value);
-            ASSERT_EQ(keys.size(), 1u) << id;
-            EXPECT_EQ(std::get<std::string>(keys.front().value), names.grouped_release_key);
+            EXPECT_TRUE(bcc_keys(publish.message).empty()) << id << ": needs no copy";
             // Observed with a run published after it into the same queue, due at the same time,
             // which is observed itself.
             const auto& with = *row.observed_with;
@@ -454,9 +463,9 @@ TEST_F(LoaderTest, observes_a_hotspot_through_the_last_run_published_to_each_que
 }
 
 // Only one-shot runs for the output exchange form groups: runs due at different instants,
-// targeted runs (the forwarder copies each to the audit) and recurring runs are observed one by
-// one. A run whose routing key is the grouped-release key can never reach the audit: it is
-// marked unaudited, so it is not re-sent as lost.
+// recurring runs and a run routed with the audit key itself (copied whatever it carries) are
+// observed one by one, each through its own copy; targeted runs are observed by the forwarder
+// and need no key.
 TEST_F(LoaderTest, observes_runs_alone_unless_they_share_a_queue_and_a_due_time) {
     const auto due = in(1500ms);
     db.add("spread-1", in(1400ms));
@@ -471,31 +480,36 @@ TEST_F(LoaderTest, observes_runs_alone_unless_they_share_a_queue_and_a_due_time)
     recurring.due_at = due;
     recurring.cron = CronSpec{};
     db.add(recurring);
-    ClaimedRun unobservable;
-    unobservable.id = "unobservable";
-    unobservable.routing_key = names.grouped_release_key;
-    unobservable.due_at = due;
-    db.add(unobservable);
+    ClaimedRun keyed;
+    keyed.id = "routed-with-the-audit-key";
+    keyed.routing_key = names.audit_key;
+    keyed.due_at = due;
+    db.add(keyed);
+    db.add("after-the-keyed-one", due);
     auto loader_options = options();
     loader_options.topology.delay_lanes = 1;
     start(std::move(loader_options));
-    ASSERT_TRUE(eventually([&] { return db.handed_over() == 5; }));
+    ASSERT_TRUE(eventually([&] { return db.handed_over() == 6; }));
 
     for (const auto& publish : broker.publishes()) {
-        EXPECT_EQ(find_header(publish.message.properties, "BCC"), nullptr)
-            << header_text(publish.message, header::kId);
+        const auto id = header_text(publish.message, header::kId);
+        if (id == "targeted") {
+            EXPECT_TRUE(bcc_keys(publish.message).empty());
+        } else {
+            EXPECT_EQ(bcc_keys(publish.message), std::vector<std::string>{names.audit_key}) << id;
+        }
     }
     db.read([](const FakeDatabase& d) {
         for (const auto& [id, row] : d.rows) {
             EXPECT_FALSE(row.observed_with.has_value()) << id;
-            EXPECT_EQ(row.audited, id != "unobservable") << id;
+            EXPECT_TRUE(row.audited) << id;
         }
     });
 }
 
-// Without the audit nothing is grouped, and every release carries the key that keeps its copy
-// out of the audit queue: a prefix declared by an instance with the audit still has that queue
-// bound, and nothing would consume what reached it.
+// Without the audit nothing is grouped and no release carries the key, so none is copied to an
+// audit queue a prefix declared by an instance with the audit still has bound: nothing would
+// consume what reached it.
 TEST_F(LoaderTest, groups_nothing_and_copies_nothing_to_the_audit_when_the_audit_is_off) {
     const auto due = in(1500ms);
     for (int i = 0; i < 10; ++i) db.add("hot-" + std::to_string(i), due);
@@ -506,14 +520,13 @@ TEST_F(LoaderTest, groups_nothing_and_copies_nothing_to_the_audit_when_the_audit
     ASSERT_TRUE(eventually([&] { return db.handed_over() == 11; }));
     ASSERT_EQ(broker.publishes().size(), 11u);
     for (const auto& publish : broker.publishes()) {
-        const auto* bcc = find_header(publish.message.properties, "BCC");
-        ASSERT_NE(bcc, nullptr) << publish.message.exchange;
-        const auto& keys = std::get<FieldArray>(bcc->value);
-        ASSERT_EQ(keys.size(), 1u);
-        EXPECT_EQ(std::get<std::string>(keys.front().value), names.grouped_release_key);
+        EXPECT_TRUE(bcc_keys(publish.message).empty()) << publish.message.exchange;
     }
     db.read([](const FakeDatabase& d) {
-        for (const auto& [id, row] : d.rows) EXPECT_FALSE(row.observed_with.has_value()) << id;
+        for (const auto& [id, row] : d.rows) {
+            EXPECT_FALSE(row.observed_with.has_value()) << id;
+            EXPECT_FALSE(row.audited) << id;
+        }
     });
 }
 
@@ -543,8 +556,8 @@ TEST_F(LoaderTest, spreads_the_runs_of_one_rung_evenly_over_its_lanes) {
     }
     ASSERT_EQ(per_lane.size(), 4u);
     for (const auto& [lane, count] : per_lane) EXPECT_EQ(count, 10) << "lane " << lane;
-    EXPECT_EQ(names.delay(1s, 0), "hourglass.delay.1000");  // lane 0: the name without lanes
-    EXPECT_EQ(names.delay(1s, 3), "hourglass.delay.1000.3");
+    EXPECT_EQ(names.delay(1s, 0), "hourglass.delay.1000ms");  // lane 0: the name without lanes
+    EXPECT_EQ(names.delay(1s, 3), "hourglass.delay.1000ms.3");
 }
 
 TEST_F(LoaderTest, refuses_lane_counts_outside_one_to_the_maximum) {

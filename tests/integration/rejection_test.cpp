@@ -165,18 +165,21 @@ TEST_F(Rejections, hostile_inputs_get_a_defined_outcome) {
     EXPECT_EQ(released.size(), 3u) << "the empty id got a generated one";
     EXPECT_FALSE(released.count(""));
 
-    // Forged "releases" published straight into the release exchange (no, wrong-typed and
-    // unknown ids): the audit skips them and keeps recording real ones.
+    // Forged "releases" published straight into the dispatch exchange with the audit key (no,
+    // wrong-typed and unknown ids): the audit skips them and keeps recording real ones.
     for (const auto& forged_id : std::vector<FieldValue>{Void{}, std::int32_t{7}, std::string("no-such-job")}) {
         Message forged;
-        forged.exchange = prefix_ + ".delay.release";
-        forged.routing_key = "jobs.test";
+        forged.exchange = prefix_ + ".delay.dispatch";
+        forged.routing_key = ".." + prefix_ + ".release-copied-to-the-audit..";
         forged.body = "forged";
         forged.properties.headers = FieldTable{{"x-hourglass-id", forged_id},
                                                {"x-hourglass-run", std::string("x")}};
         client.publish(forged);
     }
     client.drain(1000ms, 5s);
+    EXPECT_NE(processes_.back()->log_tail(100000).find("audit: a message without hourglass headers"),
+              std::string::npos)
+        << "the forged releases reached the audit";
     client.publish(delayed("after-hostile", 0));
     EXPECT_TRUE(eventually("SELECT state FROM jobs WHERE id = 'after-hostile'", "done"));
     EXPECT_TRUE(processes_.back()->running());

@@ -152,9 +152,9 @@ private:
     void publish_loop(std::stop_token stop);
     void publish_session(std::stop_token stop);
     // The run as published into the delay queue of its TTL and of `lane` (delay lanes);
-    // `copy_to_audit`: its release is copied to the audit queue (untargeted runs only), unless
-    // it is observed with the last run of its release group (see group_releases) or nothing
-    // observes it (--no-audit).
+    // `copy_to_audit`: an untargeted run gets the audit key, so its release is copied to the
+    // audit queue. The caller passes false for a run observed with the last run of its release
+    // group (see group_releases) and for every run with --no-audit.
     // Takes the run's body and properties: once published, only its identity is needed.
     Message release_message(ClaimedRun& run, TimePoint now, std::size_t frame_max,
                             unsigned lane, bool copy_to_audit) const;

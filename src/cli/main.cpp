@@ -121,7 +121,7 @@ void add_service_options(CLI::App& run, ServiceOptions& options) {
     run.add_option("--realtime-publisher", options.realtime_publisher,
                    "auto: the loader's publisher thread asks for real-time scheduling "
                    "(SCHED_FIFO), so that hand-overs leave on time on a busy machine, and keeps "
-                   "normal scheduling if refused; off: never ask (default off)")
+                   "normal scheduling if refused (default); off: never ask")
         ->envname("HOURGLASS_REALTIME_PUBLISHER")
         ->check(CLI::IsMember({"auto", "off"}));
     run.add_option("--max-body", options.max_body, "Largest accepted body in bytes")

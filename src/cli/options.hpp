@@ -40,7 +40,7 @@ struct ServiceOptions {
     std::size_t max_in_memory_runs = loader::kDefaultMaxInMemoryRuns;
     unsigned delay_lanes = delay::kDefaultDelayLanes;
     bool no_audit = false;
-    std::string realtime_publisher = "off";  // or "auto"
+    std::string realtime_publisher = "auto";  // or "off"
     // RE2 regular expression an x-hourglass-exchange target must match as a whole;
     // empty: no exchange other than <prefix>.out is allowed (SPEC §3.1).
     std::string allow_exchange;

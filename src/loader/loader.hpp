@@ -68,7 +68,7 @@ struct LoaderOptions {
     // an instance with the audit never takes them for lost runs and re-sends them.
     bool releases_observed = true;
     // --realtime-publisher: the publisher thread asks for SCHED_FIFO (common/thread_priority.hpp).
-    RealtimeMode realtime_publisher = RealtimeMode::off;
+    RealtimeMode realtime_publisher = RealtimeMode::automatic;
     std::size_t claim_batch = 1000;
     std::size_t max_unconfirmed = kDefaultMaxUnconfirmed;
     std::size_t max_in_memory_runs = kDefaultMaxInMemoryRuns;

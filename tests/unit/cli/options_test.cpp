@@ -170,6 +170,8 @@ TEST(ServiceOptions, defaults_match_the_spec) {
     EXPECT_TRUE(loader.topology.audit);
     EXPECT_EQ(loader.resend_after, Milliseconds{60000});
     EXPECT_EQ(loader.max_in_memory_runs, 30000u) << "a 5 s horizon carries a 100,000 hotspot";
+    EXPECT_EQ(loader.realtime_publisher, RealtimeMode::automatic)
+        << "the publisher asks for real-time scheduling unless told not to";
 }
 
 TEST(ServiceOptions, schema_does_not_follow_the_prefix) {

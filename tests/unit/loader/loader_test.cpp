@@ -736,10 +736,12 @@ TEST_F(LoaderTest, a_refused_realtime_request_changes_nothing_but_the_gauge) {
     EXPECT_EQ(metric("hourglass_publisher_realtime"), 0);
 }
 
-TEST_F(LoaderTest, with_realtime_off_the_default_the_publisher_never_asks) {
+TEST_F(LoaderTest, with_realtime_off_the_publisher_never_asks) {
     realtime_answer = 0;
     db.add("on-time", in(300ms));
-    start(options());
+    auto normal = options();
+    normal.realtime_publisher = RealtimeMode::off;
+    start(std::move(normal));
     ASSERT_TRUE(eventually([&] { return db.handed_over() == 1; }));
     EXPECT_TRUE(realtime_requests().empty());
     EXPECT_EQ(metric("hourglass_publisher_realtime"), 0);

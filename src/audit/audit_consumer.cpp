@@ -59,14 +59,24 @@ void audit_session(const AuditOptions& options, const AuditSeams& seams, AuditMe
     constexpr auto kNoBatch = Clock::time_point::max();  // flush_at while the batch is empty
     std::vector<ObservedRelease> batch;
     std::uint64_t last_tag = 0;
+    std::size_t held = 0;  // copies delivered and not yet acked, recorded or not
     auto flush_at = kNoBatch;
+    Clock::time_point first_at{};  // when the batch's first copy came
+    bool burst = false;            // the last batch was recorded at a burst's pace
     auto flush = [&] {
         if (last_tag == 0) return;
-        metrics.count_releases(batch.size(), store->record_releases(batch));
+        const auto runs = store->record_releases(batch);
+        const auto span = std::max<Clock::duration>(Clock::now() - first_at, options.batch_wait);
+        burst = options.burst_runs_per_second > 0 &&
+                static_cast<double>(runs.size()) >=
+                    static_cast<double>(options.burst_runs_per_second) *
+                        std::chrono::duration<double>(span).count();
+        metrics.count_releases(batch.size(), runs);
         feed->ack(last_tag, /*multiple=*/true);
-        spdlog::debug("audit: recorded {} releases", batch.size());
+        spdlog::debug("audit: recorded {} releases ({} runs)", batch.size(), runs.size());
         batch.clear();
         last_tag = 0;
+        held = 0;
         flush_at = kNoBatch;
     };
 
@@ -97,8 +107,17 @@ void audit_session(const AuditOptions& options, const AuditSeams& seams, AuditMe
                              options.names.audit);
             }
             last_tag = delivery->delivery_tag;
-            if (flush_at == kNoBatch) flush_at = Clock::now() + options.batch_wait;
-            if (batch.size() >= options.batch_size) flush();
+            ++held;
+            const auto arrived = Clock::now();
+            if (flush_at == kNoBatch) first_at = arrived;
+            if (burst) {
+                flush_at = std::min(arrived + options.burst_quiet, first_at + options.burst_hold);
+                // The broker sends no more until these are acked.
+                if (held >= options.prefetch) flush();
+            } else {
+                if (flush_at == kNoBatch) flush_at = arrived + options.batch_wait;
+                if (batch.size() >= options.batch_size) flush();
+            }
         } else if (Clock::now() >= flush_at) {
             flush();
         }

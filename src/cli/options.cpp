@@ -5,6 +5,7 @@
 
 #include <re2/re2.h>
 
+#include <algorithm>
 #include <charconv>
 #include <limits>
 #include <stdexcept>
@@ -182,6 +183,11 @@ audit::AuditOptions ServiceOptions::audit() const {
     options.names = delay::TopologyNames(prefix);
     // Quorum delay queues dead-letter at least once: their releases need no doubt.
     options.doubt_releases_around_outages = queue_type != "quorum";
+    // A burst's releases must be recorded well before the loader would take them for lost
+    // and publish them again.
+    if (!no_audit) {
+        options.burst_hold = std::min(options.burst_hold, parse_duration(kResendAfterOption, resend_after) / 2);
+    }
     return options;
 }
 

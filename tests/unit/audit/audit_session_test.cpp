@@ -1,9 +1,10 @@
 // The audit session with a fake queue and a fake store (AuditSeams): releases are recorded in
 // batches, each batch acked only after it is recorded, nothing acked when the database refuses,
 // stray messages acked without a record, and copies dead-lettered while the broker went down
-// left to the loader's re-send.
+// left to the loader's re-send; in a burst, copies held until they stop coming.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <deque>
 #include <mutex>
@@ -36,6 +37,7 @@ struct FakeWorld {
     std::vector<std::string> log;  // "record a,b", "ack 3"
     std::vector<std::string> recorded_ids;
     bool database_reachable = true;
+    std::size_t runs_per_copy = 1;  // runs each copy's release group records
     int feeds_opened = 0;
     std::atomic<std::int64_t> now_us{kNoon.time_since_epoch().count()};
 
@@ -109,7 +111,7 @@ public:
             world_.recorded_ids.push_back(release.id);
         }
         world_.log.push_back("record " + ids);
-        return std::vector<double>(releases.size(), 1.0);
+        return std::vector<double>(releases.size() * world_.runs_per_copy, 1.0);
     }
 
 private:
@@ -263,6 +265,87 @@ TEST_F(AuditSessionTest, with_quorum_delay_queues_nothing_is_doubted_after_an_ou
     ASSERT_TRUE(eventually(has_size(2)));
     finish();
     EXPECT_EQ(world.events(), (std::vector<std::string>{"record while-down", "ack 1"}));
+}
+
+// A burst: the first batch recorded 1,000 runs in about 20 ms, far above 1,000 runs/s. The copies that
+// follow are held while they keep coming, and recorded together once they stop, so the
+// database does its work after the broker's drain and not during it.
+TEST_F(AuditSessionTest, in_a_burst_copies_are_recorded_together_once_they_stop_coming) {
+    options.batch_wait = 20ms;
+    options.burst_runs_per_second = 1000;
+    options.burst_quiet = 400ms;
+    options.burst_hold = 1h;
+    world.runs_per_copy = 1000;
+    world.deliver(released_copy("a"));
+    start();
+    ASSERT_TRUE(eventually(has_size(2)));
+    std::string held;
+    for (const auto* id : {"b", "c", "d", "e", "f", "g", "h", "i"}) {
+        world.deliver(released_copy(id));
+        held += (held.empty() ? "" : ",") + std::string(id);
+        std::this_thread::sleep_for(25ms);  // longer than batch_wait, shorter than burst_quiet
+        EXPECT_EQ(world.events().size(), 2u) << "recorded while copies still came";
+    }
+    ASSERT_TRUE(eventually(has_size(4)));
+    finish();
+    EXPECT_EQ(world.events(),
+              (std::vector<std::string>{"record a", "ack 1", "record " + held, "ack 9"}));
+}
+
+// Copies that never stop coming (a sustained burst) are still recorded burst_hold after the
+// first of a batch.
+TEST_F(AuditSessionTest, in_a_sustained_burst_a_batch_is_recorded_burst_hold_after_its_first) {
+    options.batch_wait = 20ms;
+    options.burst_runs_per_second = 1000;
+    options.burst_quiet = 1h;
+    options.burst_hold = 100ms;
+    world.runs_per_copy = 1000;
+    world.deliver(released_copy("first"));
+    start();
+    ASSERT_TRUE(eventually(has_size(2)));
+    bool recorded_while_coming = false;
+    for (int i = 0; i < 60 && !recorded_while_coming; ++i) {
+        world.deliver(released_copy("c" + std::to_string(i)));
+        std::this_thread::sleep_for(10ms);
+        recorded_while_coming = world.events().size() > 2;
+    }
+    EXPECT_TRUE(recorded_while_coming);
+}
+
+// A burst's batch holds no more copies than the prefetch lets the broker send: at that many it
+// is recorded at once (waiting for a quiet that cannot come would stall the audit).
+TEST_F(AuditSessionTest, in_a_burst_a_batch_of_prefetch_copies_is_recorded_at_once) {
+    options.batch_wait = 20ms;
+    options.burst_runs_per_second = 1000;
+    options.burst_quiet = 1h;
+    options.burst_hold = 1h;
+    options.prefetch = 3;
+    world.runs_per_copy = 1000;
+    world.deliver(released_copy("a"));
+    start();
+    ASSERT_TRUE(eventually(has_size(2)));
+    for (const auto* id : {"b", "c", "d", "e"}) world.deliver(released_copy(id));
+    ASSERT_TRUE(eventually(has_size(4)));
+    std::this_thread::sleep_for(50ms);
+    EXPECT_EQ(world.events(),
+              (std::vector<std::string>{"record a", "ack 1", "record b,c,d", "ack 4"}));
+}
+
+// Below the burst rate nothing is held: each copy of a trickle is recorded batch_wait after it
+// came, as before.
+TEST_F(AuditSessionTest, a_trickle_of_releases_is_recorded_batch_wait_after_each_copy) {
+    options.batch_wait = 20ms;
+    options.burst_runs_per_second = 1000;
+    options.burst_quiet = 1h;
+    options.burst_hold = 1h;
+    world.runs_per_copy = 1;  // 1 run per 20 ms batch: 50 runs/s
+    start();
+    for (const auto* id : {"a", "b", "c"}) {
+        world.deliver(released_copy(id));
+        ASSERT_TRUE(eventually([id](const auto& events) {
+            return std::find(events.begin(), events.end(), std::string("record ") + id) != events.end();
+        }));
+    }
 }
 
 }  // namespace

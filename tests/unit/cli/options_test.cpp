@@ -174,6 +174,18 @@ TEST(ServiceOptions, defaults_match_the_spec) {
         << "the publisher asks for real-time scheduling unless told not to";
 }
 
+// The audit records a burst once its copies stop coming, at most 10 s after the first, and
+// never so late that the loader would take its runs for lost (--resend-after).
+TEST(ServiceOptions, the_audit_records_a_burst_within_half_of_resend_after) {
+    ServiceOptions options;
+    EXPECT_EQ(options.audit().burst_hold, Milliseconds{10000});
+    EXPECT_EQ(options.audit().burst_quiet, Milliseconds{2000});
+    options.resend_after = "4s";
+    EXPECT_EQ(options.audit().burst_hold, Milliseconds{2000});
+    options.resend_after = "1s";  // the shortest allowed
+    EXPECT_EQ(options.audit().burst_hold, Milliseconds{500});
+}
+
 TEST(ServiceOptions, schema_does_not_follow_the_prefix) {
     ServiceOptions options;
     options.prefix = "acme";

@@ -65,8 +65,9 @@ void audit_session(const AuditOptions& options, const AuditSeams& seams, AuditMe
     bool burst = false;            // the last batch was recorded at a burst's pace
     auto flush = [&] {
         if (last_tag == 0) return;
-        const auto runs = store->record_releases(batch);
+        // The pace at which the batch came, not counting the time its record takes.
         const auto span = std::max<Clock::duration>(Clock::now() - first_at, options.batch_wait);
+        const auto runs = store->record_releases(batch);
         burst = options.burst_runs_per_second > 0 &&
                 static_cast<double>(runs.size()) >=
                     static_cast<double>(options.burst_runs_per_second) *

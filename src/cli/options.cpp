@@ -186,7 +186,8 @@ audit::AuditOptions ServiceOptions::audit() const {
     // A burst's releases must be recorded well before the loader would take them for lost
     // and publish them again.
     if (!no_audit) {
-        options.burst_hold = std::min(options.burst_hold, parse_duration(kResendAfterOption, resend_after) / 2);
+        const auto resend = parse_duration(kResendAfterOption, resend_after);
+        options.burst_hold = std::min(options.burst_hold, resend / 2);
     }
     return options;
 }

@@ -13,7 +13,8 @@ TopologyNames::TopologyNames(std::string prefix_)
       output(prefix + ".out"),
       unroutable(prefix + ".unroutable"),
       rejected(prefix + ".rejected"),
-      dispatch(prefix + ".delay.dispatch"),
+      release(prefix + ".delay.released"),
+      copy(prefix + ".delay.copy"),
       audit(prefix + ".delay.audit"),
       audit_key(".." + prefix + ".release-copied-to-the-audit.."),
       forward(prefix + ".delay.forward") {}
@@ -27,7 +28,7 @@ void check_delay_lanes(unsigned lanes, std::string_view who) {
 }
 
 std::string TopologyNames::delay(Milliseconds ttl, unsigned lane) const {
-    auto name = prefix + ".delay." + std::to_string(ttl.count()) + "ms";
+    auto name = prefix + ".delay.ttl-" + std::to_string(ttl.count()) + "ms";
     if (lane > 0) name += "." + std::to_string(lane);
     return name;
 }
@@ -125,18 +126,20 @@ void declare_topology(amqp::Connection& connection, std::uint16_t channel,
     connection.declare_queue(channel, names.rejected, plain_queue);
     connection.bind_queue(channel, names.rejected, names.rejected, "");
 
-    // dispatch -> (#) output, (audit_key) audit queue: see the header.
-    connection.declare_exchange(channel, names.dispatch, "topic");
-    connection.bind_exchange(channel, names.output, names.dispatch, "#");
+    // release -> output, and -> copy -> (audit_key) audit queue: see the header.
+    connection.declare_exchange(channel, names.release, "fanout");
+    connection.bind_exchange(channel, names.output, names.release, "");
     if (options.audit) {
+        connection.declare_exchange(channel, names.copy, "direct");
+        connection.bind_exchange(channel, names.copy, names.release, "");
         connection.declare_queue(channel, names.audit, plain_queue);
-        connection.bind_queue(channel, names.audit, names.dispatch, names.audit_key);
+        connection.bind_queue(channel, names.audit, names.copy, names.audit_key);
     }
 
     check_delay_lanes(options.delay_lanes, "topology");
     declare_ladder(
         connection, channel, options.queue_type, ladder, options.delay_lanes,
-        [&](Milliseconds ttl, unsigned lane) { return names.delay(ttl, lane); }, names.dispatch);
+        [&](Milliseconds ttl, unsigned lane) { return names.delay(ttl, lane); }, names.release);
 
     // Targeted runs: their own ladder, released to the forward queue (see the header).
     connection.declare_exchange(channel, names.forward, "fanout");

@@ -5,25 +5,29 @@
 // published with its own routing key (kept through dead-lettering) and no routing header.
 // The loader publishes a run at exactly `due - ttl` into the largest ttl that fits, so every
 // message makes one hop and the broker releases it at its due time even if hourglass dies
-// after publishing. All delay queues dead-letter into the dispatch exchange (topic), which
-// passes every release to the output exchange (exchange-to-exchange binding on `#`) and
-// copies to the audit queue only the releases carrying the audit key; the audit copy is
+// after publishing. All delay queues dead-letter into the release exchange (fanout), which
+// passes every release to the output exchange and to the copy exchange (direct), and the copy
+// exchange queues to the audit only the releases carrying the audit key; the audit copy is
 // therefore not a binding of the output exchange, whose alternate exchange still fires.
-//
+// Fanout and direct exchanges route by a hash lookup: a topic exchange in this place (bound on
+// `#` and on the audit key) cost the broker about 10 us more per release on RabbitMQ 3.10,
+// a quarter of a 100,000 hotspot's drain (docs/benchmarks.md).
+
 // Release groups: runs the loader publishes together into one delay queue with one due time
 // leave it in publish order (one TTL, first in first out), so the release of the group's last
 // run shows that all of them left. The loader gives the last run of each group, and every run
 // observed alone, a BCC routing key (`audit_key`); RabbitMQ strips the BCC header at publish
-// but keeps the key for routing, also when it dead-letters. The dispatch exchange's binding on
-// that key queues one audit copy per group instead of one per run, and the other runs of the
-// group pass through one exchange fewer than a copy would take (two in all: dispatch, output).
+// but keeps the key for routing, also when it dead-letters. The copy exchange's binding on that
+// key queues one audit copy per group instead of one per run.
 // A release without the key is not observed; --no-audit publishes none.
 //
-// Until 2026-11-27 the ladder was `<prefix>.delay.<ttl>`, dead-lettering into a fanout
-// exchange that sent every release on through two more exchanges (observe, then skip or
-// audit) to leave out the copies. The queues' dead-letter exchange cannot change in place, so
-// the ladder took new names (`<prefix>.delay.<ttl>ms`); the old queues keep their route, which
-// still ends in the same audit queue, and empty within a horizon of an upgrade.
+// Earlier ladders keep their route after an upgrade, since a queue's dead-letter exchange
+// cannot change in place. The first ladder, `<prefix>.delay.<ttl>`, dead-lettered into a
+// fanout exchange that sent every release on through two more exchanges (observe, then skip
+// or audit); the second (2026-11-27), `<prefix>.delay.<ttl>ms`, into a topic exchange,
+// `<prefix>.delay.dispatch`, bound on `#` to the output and on the audit key to the audit
+// queue. Both routes end in the same output exchange and audit queue, and their queues empty
+// within a horizon of an upgrade; hence a new name for each new route's ladder.
 //
 // Lanes: each rung of the untargeted ladder is `lanes` queues with the same TTL, and the loader
 // spreads consecutive publishes over them. A queue expires and dead-letters its messages in one
@@ -67,7 +71,8 @@ struct TopologyNames {
     std::string output;      // exchange hourglass.out
     std::string unroutable;  // exchange and queue hourglass.unroutable
     std::string rejected;    // exchange and queue hourglass.rejected
-    std::string dispatch;    // topic exchange the delay queues dead-letter into
+    std::string release;     // fanout exchange the delay queues dead-letter into
+    std::string copy;        // direct exchange: releases with the audit key to the audit queue
     std::string audit;       // queue of the release copies observed
     // BCC routing key of a run whose release the audit observes (the last of a release group,
     // or a run observed alone). Dots at both ends keep user bindings such as `*.*` or
@@ -75,8 +80,8 @@ struct TopologyNames {
     // second routing key.
     std::string audit_key;
     std::string forward;     // fanout exchange and queue of released runs with a target exchange
-    // Exchange and queue of one TTL (in milliseconds) and lane: <prefix>.delay.<ttl>ms, then
-    // <prefix>.delay.<ttl>ms.<lane>.
+    // Exchange and queue of one TTL (in milliseconds) and lane: <prefix>.delay.ttl-<ttl>ms,
+    // then <prefix>.delay.ttl-<ttl>ms.<lane>.
     std::string delay(Milliseconds ttl, unsigned lane = 0) const;
     // Exchange and queue of one TTL for runs with a target exchange.
     std::string forward_delay(Milliseconds ttl) const;

@@ -109,7 +109,7 @@ TEST_F(Faults, runs_the_broker_refuses_go_back_to_the_store_and_are_released_lat
     std::string quoted_prefix;
     for (const char c : prefix_) quoted_prefix += c == '.' ? std::string("\\.") : std::string(1, c);
     services("rabbitmqctl", "set_policy --apply-to queues '" + policy + "' '^" +
-                                quoted_prefix + "\\.delay\\.[0-9]+ms(\\.[0-9]+)?$' "  // every lane
+                                quoted_prefix + "\\.delay\\.ttl-[0-9]+ms(\\.[0-9]+)?$' "  // every lane
                                 "'{\"max-length\":0,\"overflow\":\"reject-publish\"}'");
     std::this_thread::sleep_for(1s);  // policies apply asynchronously
     constexpr int kJobs = 50;

@@ -165,11 +165,11 @@ TEST_F(Rejections, hostile_inputs_get_a_defined_outcome) {
     EXPECT_EQ(released.size(), 3u) << "the empty id got a generated one";
     EXPECT_FALSE(released.count(""));
 
-    // Forged "releases" published straight into the dispatch exchange with the audit key (no,
+    // Forged "releases" published straight into the release exchange with the audit key (no,
     // wrong-typed and unknown ids): the audit skips them and keeps recording real ones.
     for (const auto& forged_id : std::vector<FieldValue>{Void{}, std::int32_t{7}, std::string("no-such-job")}) {
         Message forged;
-        forged.exchange = prefix_ + ".delay.dispatch";
+        forged.exchange = prefix_ + ".delay.released";
         forged.routing_key = ".." + prefix_ + ".release-copied-to-the-audit..";
         forged.body = "forged";
         forged.properties.headers = FieldTable{{"x-hourglass-id", forged_id},

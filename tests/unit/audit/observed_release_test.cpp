@@ -16,7 +16,7 @@ const std::chrono::sys_time<Microseconds> kReceived{Microseconds{179533980025012
 
 Message released(FieldTable headers) {
     Message message;
-    message.exchange = "hourglass.delay.dispatch";
+    message.exchange = "hourglass.delay.released";
     message.routing_key = "orders.created";
     message.body = "payload";
     message.properties.headers = std::move(headers);

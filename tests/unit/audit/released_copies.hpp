@@ -14,7 +14,7 @@ namespace hourglass::audit::testing {
 inline FieldTable death(std::uint64_t seconds) {
     return FieldTable{{"count", std::int64_t{1}},
                       {"reason", std::string("expired")},
-                      {"queue", std::string("hourglass.delay.2000ms")},
+                      {"queue", std::string("hourglass.delay.ttl-2000ms")},
                       {"time", Timestamp{seconds}}};
 }
 

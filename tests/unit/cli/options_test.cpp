@@ -142,7 +142,7 @@ TEST(ServiceOptions, loader_gets_horizon_lease_topology_and_a_unique_owner) {
     EXPECT_EQ(loader.lease, Milliseconds{45000});
     EXPECT_EQ(loader.topology.names.prefix, "acme");
     EXPECT_EQ(loader.topology.names.output, "acme.out");
-    EXPECT_EQ(loader.topology.names.dispatch, "acme.delay.dispatch");
+    EXPECT_EQ(loader.topology.names.release, "acme.delay.released");
     EXPECT_EQ(loader.topology.queue_type, delay::QueueType::quorum);
     EXPECT_FALSE(loader.topology.audit);
     EXPECT_FALSE(loader.resend_after.has_value()) << "without the audit no run counts as lost";

@@ -210,12 +210,13 @@ TEST(TopologyNames, default_prefix_gives_the_spec_names) {
     EXPECT_EQ(names.output, "hourglass.out");
     EXPECT_EQ(names.unroutable, "hourglass.unroutable");
     EXPECT_EQ(names.rejected, "hourglass.rejected");
-    EXPECT_EQ(names.dispatch, "hourglass.delay.dispatch");
+    EXPECT_EQ(names.release, "hourglass.delay.released");
+    EXPECT_EQ(names.copy, "hourglass.delay.copy");
     EXPECT_EQ(names.audit, "hourglass.delay.audit");
     EXPECT_EQ(names.audit_key, "..hourglass.release-copied-to-the-audit..");
-    EXPECT_EQ(names.delay(Milliseconds{0}), "hourglass.delay.0ms");
-    EXPECT_EQ(names.delay(Milliseconds{60000}), "hourglass.delay.60000ms");
-    EXPECT_EQ(names.delay(Milliseconds{60000}, 2), "hourglass.delay.60000ms.2");
+    EXPECT_EQ(names.delay(Milliseconds{0}), "hourglass.delay.ttl-0ms");
+    EXPECT_EQ(names.delay(Milliseconds{60000}), "hourglass.delay.ttl-60000ms");
+    EXPECT_EQ(names.delay(Milliseconds{60000}, 2), "hourglass.delay.ttl-60000ms.2");
     EXPECT_EQ(names.forward, "hourglass.delay.forward");
     EXPECT_EQ(names.forward_delay(Milliseconds{2000}), "hourglass.delay.forward.2000");
 }
@@ -227,10 +228,11 @@ TEST(TopologyNames, custom_prefix_replaces_hourglass_everywhere) {
     EXPECT_EQ(names.output, "acme.sched.out");
     EXPECT_EQ(names.unroutable, "acme.sched.unroutable");
     EXPECT_EQ(names.rejected, "acme.sched.rejected");
-    EXPECT_EQ(names.dispatch, "acme.sched.delay.dispatch");
+    EXPECT_EQ(names.release, "acme.sched.delay.released");
+    EXPECT_EQ(names.copy, "acme.sched.delay.copy");
     EXPECT_EQ(names.audit, "acme.sched.delay.audit");
     EXPECT_EQ(names.audit_key, "..acme.sched.release-copied-to-the-audit..");
-    EXPECT_EQ(names.delay(Milliseconds{2000}), "acme.sched.delay.2000ms");
+    EXPECT_EQ(names.delay(Milliseconds{2000}), "acme.sched.delay.ttl-2000ms");
 }
 
 TEST(TopologyNames, delay_queue_names_are_distinct_for_every_rung) {
@@ -239,7 +241,8 @@ TEST(TopologyNames, delay_queue_names_are_distinct_for_every_rung) {
     std::set<std::string> seen;
     for (const auto ttl : ladder.ttls()) seen.insert(names.delay(ttl));
     EXPECT_EQ(seen.size(), ladder.ttls().size());
-    EXPECT_EQ(seen.count(names.dispatch), 0u);
+    EXPECT_EQ(seen.count(names.release), 0u);
+    EXPECT_EQ(seen.count(names.copy), 0u);
     EXPECT_EQ(seen.count(names.audit), 0u);
     // The targeted ladder has as many rungs, and no name in common with anything else.
     for (const auto ttl : ladder.ttls()) seen.insert(names.forward_delay(ttl));

@@ -556,8 +556,8 @@ TEST_F(LoaderTest, spreads_the_runs_of_one_rung_evenly_over_its_lanes) {
     }
     ASSERT_EQ(per_lane.size(), 4u);
     for (const auto& [lane, count] : per_lane) EXPECT_EQ(count, 10) << "lane " << lane;
-    EXPECT_EQ(names.delay(1s, 0), "hourglass.delay.1000ms");  // lane 0: the name without lanes
-    EXPECT_EQ(names.delay(1s, 3), "hourglass.delay.1000ms.3");
+    EXPECT_EQ(names.delay(1s, 0), "hourglass.delay.ttl-1000ms");  // lane 0: the name without lanes
+    EXPECT_EQ(names.delay(1s, 3), "hourglass.delay.ttl-1000ms.3");
 }
 
 TEST_F(LoaderTest, refuses_lane_counts_outside_one_to_the_maximum) {

@@ -1,0 +1,50 @@
+#!/usr/bin/env python3
+"""Plots the hotspot drain of each variant of hourglass tried in one series (gnuplot).
+
+Usage: bench/plots/drain_variants.py RESULTS.jsonl OUT.png
+Reads the peers-harness lines that carry a `variant` (an experiment's label, explained by the
+line's `diagnosis`), in the order the variants first appear, and draws for each the median
+drain as a bar and every run as a point.
+"""
+import json
+import statistics
+import subprocess
+import sys
+
+
+def main(results, out):
+    rows = [json.loads(line) for line in open(results, encoding="utf-8") if line.strip()]
+    drains = {}  # variant -> drains in seconds, in file order
+    for row in rows:
+        if "variant" in row:
+            drains.setdefault(row["variant"], []).append(row["metrics"]["hotspot"]["drain_s"])
+    if not drains:
+        sys.exit(f"{results}: no line with a variant")
+    bars = "\n".join(f'{i} {statistics.median(v):.3f} "{name}"'
+                     for i, (name, v) in enumerate(drains.items()))
+    points = "\n".join(f"{i} {d:.3f}" for i, v in enumerate(drains.values()) for d in v)
+    jobs = sorted({row["N"] for row in rows if "variant" in row})
+    script = f"""set terminal png size 800,450
+set output '{out}'
+set title 'Hotspot drain of {", ".join(f"{n:,}" for n in jobs)} jobs by variant (median bar, each run a point)'
+set style fill solid 0.5 border -1
+set boxwidth 0.6
+set ylabel 'drain, s (due instant to last job handled)'
+set yrange [0:*]
+set xrange [-0.6:{len(drains) - 0.4}]
+set grid ytics
+set key off
+plot '-' using 1:2:xtic(3) with boxes, '-' using 1:2 with points pt 7 ps 1.2
+{bars}
+e
+{points}
+e
+"""
+    subprocess.run(["gnuplot"], input=script, text=True, check=True)
+    print(out)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
+    main(sys.argv[1], sys.argv[2])

@@ -24,7 +24,7 @@ def main(results, out):
                      for i, (name, v) in enumerate(drains.items()))
     points = "\n".join(f"{i} {d:.3f}" for i, v in enumerate(drains.values()) for d in v)
     jobs = sorted({row["N"] for row in rows if "variant" in row})
-    script = f"""set terminal png size 800,450
+    script = f"""set terminal png size 900,520
 set output '{out}'
 set title 'Hotspot drain of {", ".join(f"{n:,}" for n in jobs)} jobs by variant (median bar, each run a point)'
 set style fill solid 0.5 border -1
@@ -34,6 +34,8 @@ set yrange [0:*]
 set xrange [-0.6:{len(drains) - 0.4}]
 set grid ytics
 set key off
+set xtics rotate by -30 left font ',9'
+set bmargin 9
 plot '-' using 1:2:xtic(3) with boxes, '-' using 1:2 with points pt 7 ps 1.2
 {bars}
 e

@@ -1,0 +1,292 @@
+// How fast one consumer's queue takes in a burst, by how the burst reaches it. No hourglass, no
+// database: the driver alone, so that the broker's own bound on a hotspot's drain can be told
+// apart from hourglass's.
+//
+// A consumer (its own connection and thread, manual acks, --prefetch) reads an exclusive queue
+// bound to a topic exchange, like an application bound to hourglass.out. --messages persistent
+// messages then reach that queue by one of these arrivals (--arrival, repeatable, run in order):
+//   published              the driver publishes them (confirms every --window) while the
+//                          consumer reads: the broker's channel paces the publisher.
+//   dead-lettered          the driver first puts them into --lanes TTL queues, each behind a
+//                          fanout exchange of its own (as hourglass's delay queues are), every
+//                          message expiring at one instant; the queues dead-letter them into the
+//                          exchange at that instant, as they do a hotspot. Nothing paces that.
+//                          --pace R: message k expires k / R seconds after that instant
+//                          instead (a release paced at R a second); --queue-ttl T: the lanes'
+//                          x-message-ttl expires each message T ms after its publish (paced by
+//                          the publisher, as hourglass's delay queues are).
+//   published-preloaded    published into the queue before the consumer starts: delivery alone.
+//   dead-lettered-preloaded  dead-lettered into the queue before the consumer starts.
+// The drain is from the first publish (published), from the due instant (dead-lettered) or from
+// the consumer's start (preloaded) to the last message handled.
+//
+// Usage: bench_e2e_queue_intake --amqp-url URL --arrival published --arrival dead-lettered
+//        bench_e2e_queue_intake --amqp-url URL --arrival dead-lettered --pace 20000
+// Prints a table row per arrival, then one JSON line per arrival (for bench/results/*.jsonl).
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <chrono>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <thread>
+
+#include "hourglass/time.hpp"
+#include "support/amqp_client.hpp"
+
+using namespace hourglass;
+using hourglass::testing::Client;
+using SteadyClock = std::chrono::steady_clock;
+
+namespace {
+
+const std::vector<std::string> kArrivals{"published", "dead-lettered", "published-preloaded",
+                                         "dead-lettered-preloaded"};
+
+struct Settings {
+    std::string amqp_url;
+    std::size_t messages = 100000;
+    std::size_t window = 100;
+    std::size_t lanes = 4;
+    std::uint16_t prefetch = 200;
+    std::int64_t lead_ms = 3000;    // from the end of publishing to the due instant
+    std::int64_t queue_ttl_ms = 0;  // > 0: the lanes' x-message-ttl instead of per-message expiry
+    std::size_t pace = 0;           // > 0: message k expires at due + k / pace seconds
+    std::string label;              // copied into the JSON lines (the broker's version, say)
+    double linger_s = 0;            // seconds to wait before exiting
+};
+
+// Reads a queue with manual acks on a connection of its own, until `expected` messages came.
+class Consumer {
+  public:
+    Consumer(const std::string& url, std::uint16_t prefetch) : connection_(options(url)) {
+        connection_.open_channel(1);
+        connection_.set_prefetch(1, prefetch);
+    }
+
+    amqp::Connection& connection() { return connection_; }
+
+    void start(const std::string& queue, std::size_t expected) {
+        expected_ = expected;
+        started_ = SteadyClock::now();
+        connection_.consume(1, queue, /*no_ack=*/false);
+        thread_ = std::thread([this] { run(); });
+    }
+
+    // Waits for the last message (or `limit`); true if all came.
+    bool wait(std::chrono::seconds limit) {
+        const auto deadline = SteadyClock::now() + limit;
+        while (!done_ && SteadyClock::now() < deadline) {
+            std::this_thread::sleep_for(std::chrono::milliseconds{10});
+        }
+        stop_ = true;
+        thread_.join();
+        return handled_ == expected_;
+    }
+
+    SteadyClock::time_point started() const { return started_; }
+    SteadyClock::time_point first() const { return first_; }
+    SteadyClock::time_point last() const { return last_; }
+    std::size_t handled() const { return handled_; }
+
+  private:
+    static amqp::ConnectionOptions options(const std::string& url) {
+        amqp::ConnectionOptions options;
+        options.url = url;
+        options.connection_name = "hourglass bench consumer";
+        return options;
+    }
+
+    void run() {
+        while (!stop_ && handled_ < expected_) {
+            auto event = connection_.next_event(std::chrono::milliseconds{100});
+            if (!event) continue;
+            auto* delivery = std::get_if<amqp::Delivery>(&*event);
+            if (delivery == nullptr) continue;
+            const auto now = SteadyClock::now();
+            if (handled_ == 0) first_ = now;
+            last_ = now;
+            connection_.ack(1, delivery->delivery_tag);
+            ++handled_;
+        }
+        done_ = true;
+    }
+
+    amqp::Connection connection_;
+    std::thread thread_;
+    std::size_t expected_ = 0;
+    std::atomic<std::size_t> handled_{0};
+    std::atomic<bool> done_{false};
+    std::atomic<bool> stop_{false};
+    SteadyClock::time_point started_, first_, last_;
+};
+
+Message job(std::size_t n) {
+    Message m;
+    m.body = R"({"i":)" + std::to_string(n) + "}";
+    m.routing_key = "bench.intake.job";
+    m.properties.delivery_mode = 2;
+    m.properties.message_id = "intake-" + std::to_string(n);
+    return m;
+}
+
+// Publishes `count` messages, `exchange_of(n)` each, waiting for confirms every `window`.
+template <typename Shape>
+void publish(Client& client, std::size_t count, std::size_t window, Shape shape) {
+    std::vector<Message> batch;
+    batch.reserve(window);
+    for (std::size_t n = 0; n < count;) {
+        batch.clear();
+        for (; n < count && batch.size() < window; ++n) batch.push_back(shape(job(n), n));
+        client.publish_all(batch);
+    }
+}
+
+double seconds(SteadyClock::duration d) {
+    return std::chrono::duration<double>(d).count();
+}
+
+nlohmann::json run_arrival(const Settings& s, const std::string& arrival, const std::string& tag) {
+    Client publisher(s.amqp_url);
+    auto& setup = publisher.connection();
+    const std::string exchange = "hourglass.bench.intake." + tag;
+    setup.declare_exchange(2, exchange, "topic");
+    Consumer consumer(s.amqp_url, s.prefetch);
+    const auto queue = consumer.connection().declare_queue(1, "", {}, /*exclusive=*/true);
+    consumer.connection().bind_queue(1, queue, exchange, "bench.intake.#");
+
+    const bool dead_lettered = arrival.starts_with("dead-lettered");
+    const bool preloaded = arrival.ends_with("preloaded");
+    std::vector<std::string> lanes;
+    if (dead_lettered) {
+        for (std::size_t lane = 0; lane < s.lanes; ++lane) {
+            lanes.push_back(exchange + ".lane-" + std::to_string(lane));
+            setup.declare_exchange(2, lanes.back(), "fanout");
+            amqp::Arguments arguments{{"x-queue-type", std::string("classic")},
+                                      {"x-dead-letter-exchange", exchange}};
+            if (s.queue_ttl_ms > 0) arguments.emplace_back("x-message-ttl", s.queue_ttl_ms);
+            setup.declare_queue(2, lanes.back(), arguments);
+            setup.bind_queue(2, lanes.back(), lanes.back(), "");
+        }
+    }
+
+    SteadyClock::time_point from;
+    if (!dead_lettered) {
+        if (!preloaded) consumer.start(queue, s.messages);
+        const auto start = SteadyClock::now();
+        publish(publisher, s.messages, s.window, [&](Message m, std::size_t) {
+            m.exchange = exchange;
+            return m;
+        });
+        from = start;
+    } else {
+        // Every message expires at `due` (message k at due + k / --pace with a pace): its
+        // expiration is what is left until then. With --queue-ttl the lanes' TTL expires each
+        // message that long after its publish instead, like hourglass's delay queues, and `due`
+        // is when the first one expires.
+        const auto publish_estimate = std::chrono::milliseconds{
+            static_cast<std::int64_t>(s.messages / 10)};  // at 10,000/s, generously
+        const auto due =
+            SteadyClock::now() + (s.queue_ttl_ms > 0
+                                      ? std::chrono::milliseconds{s.queue_ttl_ms}
+                                      : publish_estimate + std::chrono::milliseconds{s.lead_ms});
+        if (!preloaded) consumer.start(queue, s.messages);
+        publish(publisher, s.messages, s.window, [&](Message m, std::size_t n) {
+            m.exchange = lanes[n % lanes.size()];
+            const auto offset = std::chrono::milliseconds{
+                s.pace > 0 ? static_cast<std::int64_t>(n * 1000 / s.pace) : 0};
+            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                due + offset - SteadyClock::now());
+            if (s.queue_ttl_ms <= 0) {
+                m.properties.expiration = std::to_string(std::max<std::int64_t>(0, left.count()));
+            }
+            return m;
+        });
+        if (SteadyClock::now() >= due) {
+            std::cerr << arrival << ": publishing outlasted the lead; raise --lead\n";
+        }
+        from = due;
+    }
+    double intake = 0;  // preloaded: from the first publish or the due instant to all queued
+    if (preloaded) {
+        // Wait until the whole burst is in the consumer's queue, then start reading.
+        while (consumer.connection().queue_message_count(1, queue).value_or(0) < s.messages) {
+            std::this_thread::sleep_for(std::chrono::milliseconds{20});
+        }
+        intake = seconds(SteadyClock::now() - from);
+        consumer.start(queue, s.messages);
+        from = consumer.started();
+    }
+    const bool complete = consumer.wait(std::chrono::seconds{120 + s.messages / 1000});
+    const double drain = seconds(consumer.last() - from);
+    const double after_first = consumer.handled() > 1
+                                   ? static_cast<double>(consumer.handled() - 1) /
+                                         seconds(consumer.last() - consumer.first())
+                                   : 0;
+    for (const auto& lane : lanes) {
+        setup.delete_queue(2, lane);
+        setup.delete_exchange(2, lane);
+    }
+    setup.delete_exchange(2, exchange);
+    return {{"scenario", "queue-intake"},
+            {"arrival", arrival},
+            {"messages", s.messages},
+            {"handled", consumer.handled()},
+            {"complete", complete},
+            {"lanes", dead_lettered ? s.lanes : 0},
+            {"queue_ttl_ms", dead_lettered ? s.queue_ttl_ms : 0},
+            {"pace_per_s", dead_lettered && s.queue_ttl_ms <= 0 ? s.pace : 0},
+            {"label", s.label},
+            {"prefetch", s.prefetch},
+            {"drain_s", drain},
+            {"intake_s", intake},
+            {"jobs_per_s_after_first", after_first}};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"How fast one consumer's queue takes in a burst, by how it arrives"};
+    Settings s;
+    std::vector<std::string> arrivals{"published", "dead-lettered"};
+    app.add_option("--amqp-url", s.amqp_url, "broker URL")->required();
+    app.add_option("--messages", s.messages, "messages per arrival");
+    app.add_option("--window", s.window, "publishes between waits for their confirms");
+    app.add_option("--lanes", s.lanes, "TTL queues a dead-lettered burst is spread over")
+        ->check(CLI::Range(1, 64));
+    app.add_option("--prefetch", s.prefetch, "the consumer's prefetch");
+    app.add_option("--lead", s.lead_ms,
+                   "ms from the estimated end of publishing to the due instant");
+    app.add_option("--queue-ttl", s.queue_ttl_ms,
+                   "dead-lettered: the lanes' x-message-ttl, ms, instead of per-message expiry");
+    app.add_option("--pace", s.pace,
+                   "dead-lettered: message k expires k / PACE s after the due instant (0: all "
+                   "at once)");
+    app.add_option("--label", s.label, "a label for the JSON lines, such as the broker's version");
+    app.add_option(
+        "--linger", s.linger_s,
+        "seconds to wait before exiting, so that the broker's statistics include the run");
+    app.add_option("--arrival", arrivals, "published|dead-lettered[-preloaded], repeatable")
+        ->check(CLI::IsMember(kArrivals));
+    CLI11_PARSE(app, argc, argv);
+
+    const auto tag = std::to_string(std::random_device{}() % 1000000);
+    std::cout << "| arrival | drain, s | jobs/s after the first | preloaded: intake, s |\n"
+              << "|---|---|---|---|\n";
+    std::vector<nlohmann::json> results;
+    for (std::size_t i = 0; i < arrivals.size(); ++i) {
+        auto result = run_arrival(s, arrivals[i], tag + "." + std::to_string(i));
+        std::cout << "| " << arrivals[i] << " | " << result["drain_s"].get<double>() << " | "
+                  << static_cast<long>(result["jobs_per_s_after_first"].get<double>())
+                  << (result["complete"].get<bool>() ? "" : " (incomplete)") << " | "
+                  << (arrivals[i].ends_with("preloaded")
+                          ? std::to_string(result["intake_s"].get<double>())
+                          : std::string("-"))
+                  << " |\n"
+                  << std::flush;
+        results.push_back(std::move(result));
+    }
+    for (const auto& result : results) std::cout << result.dump() << "\n";
+    std::this_thread::sleep_for(std::chrono::duration<double>(s.linger_s));
+    return 0;
+}

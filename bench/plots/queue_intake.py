@@ -1,0 +1,66 @@
+#!/usr/bin/env python3
+"""Plots how fast one queue took a burst, by how it arrived, per broker (gnuplot).
+
+Usage: bench/plots/queue_intake.py RESULTS.jsonl OUT.png
+Reads the lines of bench_e2e_queue_intake (scenario "queue-intake"), groups them by arrival
+(with its --pace or --queue-ttl) and by the broker named at the start of their label
+("rabbitmq 4.3.6 round 1" -> "rabbitmq 4.3.6"), and draws the median drain of each as a bar,
+one colour per broker.
+"""
+import json
+import statistics
+import subprocess
+import sys
+
+
+def arrival_name(row):
+    name = row["arrival"]
+    if row.get("pace_per_s"):
+        name += f", paced {row['pace_per_s'] // 1000}k/s"
+    if row.get("queue_ttl_ms"):
+        name += ", queue TTL"
+    return name
+
+
+def main(results, out):
+    rows = [json.loads(line) for line in open(results, encoding="utf-8") if line.strip()]
+    rows = [r for r in rows if r.get("scenario") == "queue-intake"]
+    if not rows:
+        sys.exit(f"{results}: no queue-intake line")
+    brokers, arrivals, drains = [], [], {}
+    for row in rows:
+        broker = " ".join(row.get("label", "").split()[:2]) or "broker"
+        arrival = arrival_name(row)
+        if broker not in brokers:
+            brokers.append(broker)
+        if arrival not in arrivals:
+            arrivals.append(arrival)
+        drains.setdefault((arrival, broker), []).append(row["drain_s"])
+    plots = ", ".join(f"'-' using 2:xtic(1) title '{b}'" if i == 0 else f"'-' using 2 title '{b}'"
+                      for i, b in enumerate(brokers))
+    data = "\n".join(
+        "\n".join(f'"{a}" {statistics.median(drains.get((a, b), [0])):.3f}' for a in arrivals) + "\ne"
+        for b in brokers)
+    messages = sorted({r["messages"] for r in rows})
+    script = f"""set terminal png size 900,520
+set output '{out}'
+set title 'One queue taking {", ".join(f"{n:,}" for n in messages)} messages, by arrival (median drain)'
+set style data histograms
+set style histogram clustered gap 1
+set style fill solid 0.6 border -1
+set ylabel 'drain, s (to the last message handled)'
+set yrange [0:*]
+set grid ytics
+set xtics rotate by -30 left font ',9'
+set bmargin 9
+plot {plots}
+{data}
+"""
+    subprocess.run(["gnuplot"], input=script, text=True, check=True)
+    print(out)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
+    main(sys.argv[1], sys.argv[2])

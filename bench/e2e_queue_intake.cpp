@@ -52,6 +52,9 @@ struct Settings {
     std::int64_t lead_ms = 3000;    // from the end of publishing to the due instant
     std::int64_t queue_ttl_ms = 0;  // > 0: the lanes' x-message-ttl instead of per-message expiry
     std::size_t pace = 0;           // > 0: message k expires at due + k / pace seconds
+    std::size_t pace_chunk = 1;     // with a pace: messages released together, each chunk later
+    bool release_headers = false;   // hourglass's three release headers on every message
+    bool release_route = false;     // dead-letter through hourglass's release route
     std::string label;              // copied into the JSON lines (the broker's version, say)
     double linger_s = 0;            // seconds to wait before exiting
 };
@@ -121,23 +124,33 @@ class Consumer {
     SteadyClock::time_point started_, first_, last_;
 };
 
-Message job(std::size_t n) {
+Message job(std::size_t n, bool release_headers) {
     Message m;
     m.body = R"({"i":)" + std::to_string(n) + "}";
     m.routing_key = "bench.intake.job";
     m.properties.delivery_mode = 2;
     m.properties.message_id = "intake-" + std::to_string(n);
+    if (release_headers) {
+        // As long as hourglass's: a UUID, a due time with milliseconds, a run number.
+        auto id = std::to_string(100000000000 + n);
+        id = "0000" + id.substr(0, 4) + "-0000-4000-8000-" + id;
+        set_header(m.properties, "x-hourglass-id", id.substr(0, 36));
+        set_header(m.properties, "x-hourglass-due", std::string("2026-11-27T12:00:00.000Z"));
+        set_header(m.properties, "x-hourglass-run", std::int64_t{1});
+    }
     return m;
 }
 
 // Publishes `count` messages, `exchange_of(n)` each, waiting for confirms every `window`.
 template <typename Shape>
-void publish(Client& client, std::size_t count, std::size_t window, Shape shape) {
+void publish(Client& client, const Settings& s, Shape shape) {
     std::vector<Message> batch;
-    batch.reserve(window);
-    for (std::size_t n = 0; n < count;) {
+    batch.reserve(s.window);
+    for (std::size_t n = 0; n < s.messages;) {
         batch.clear();
-        for (; n < count && batch.size() < window; ++n) batch.push_back(shape(job(n), n));
+        for (; n < s.messages && batch.size() < s.window; ++n) {
+            batch.push_back(shape(job(n, s.release_headers), n));
+        }
         client.publish_all(batch);
     }
 }
@@ -158,12 +171,24 @@ nlohmann::json run_arrival(const Settings& s, const std::string& arrival, const 
     const bool dead_lettered = arrival.starts_with("dead-lettered");
     const bool preloaded = arrival.ends_with("preloaded");
     std::vector<std::string> lanes;
+    // hourglass's release route: the lanes dead-letter into a fanout exchange bound to the
+    // consumer's exchange and to a direct exchange (hourglass's copy to its audit, here bound
+    // to nothing the messages' key matches).
+    const std::string released = exchange + ".released";
+    const std::string copy = exchange + ".copy";
+    if (dead_lettered && s.release_route) {
+        setup.declare_exchange(2, released, "fanout");
+        setup.declare_exchange(2, copy, "direct");
+        setup.bind_exchange(2, exchange, released, "");
+        setup.bind_exchange(2, copy, released, "");
+    }
     if (dead_lettered) {
         for (std::size_t lane = 0; lane < s.lanes; ++lane) {
             lanes.push_back(exchange + ".lane-" + std::to_string(lane));
             setup.declare_exchange(2, lanes.back(), "fanout");
-            amqp::Arguments arguments{{"x-queue-type", std::string("classic")},
-                                      {"x-dead-letter-exchange", exchange}};
+            amqp::Arguments arguments{
+                {"x-queue-type", std::string("classic")},
+                {"x-dead-letter-exchange", s.release_route ? released : exchange}};
             if (s.queue_ttl_ms > 0) arguments.emplace_back("x-message-ttl", s.queue_ttl_ms);
             setup.declare_queue(2, lanes.back(), arguments);
             setup.bind_queue(2, lanes.back(), lanes.back(), "");
@@ -174,7 +199,7 @@ nlohmann::json run_arrival(const Settings& s, const std::string& arrival, const 
     if (!dead_lettered) {
         if (!preloaded) consumer.start(queue, s.messages);
         const auto start = SteadyClock::now();
-        publish(publisher, s.messages, s.window, [&](Message m, std::size_t) {
+        publish(publisher, s, [&](Message m, std::size_t) {
             m.exchange = exchange;
             return m;
         });
@@ -191,10 +216,11 @@ nlohmann::json run_arrival(const Settings& s, const std::string& arrival, const 
                                       ? std::chrono::milliseconds{s.queue_ttl_ms}
                                       : publish_estimate + std::chrono::milliseconds{s.lead_ms});
         if (!preloaded) consumer.start(queue, s.messages);
-        publish(publisher, s.messages, s.window, [&](Message m, std::size_t n) {
+        publish(publisher, s, [&](Message m, std::size_t n) {
             m.exchange = lanes[n % lanes.size()];
+            const auto chunk_start = n / s.pace_chunk * s.pace_chunk;
             const auto offset = std::chrono::milliseconds{
-                s.pace > 0 ? static_cast<std::int64_t>(n * 1000 / s.pace) : 0};
+                s.pace > 0 ? static_cast<std::int64_t>(chunk_start * 1000 / s.pace) : 0};
             const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
                 due + offset - SteadyClock::now());
             if (s.queue_ttl_ms <= 0) {
@@ -227,6 +253,10 @@ nlohmann::json run_arrival(const Settings& s, const std::string& arrival, const 
         setup.delete_queue(2, lane);
         setup.delete_exchange(2, lane);
     }
+    if (dead_lettered && s.release_route) {
+        setup.delete_exchange(2, released);
+        setup.delete_exchange(2, copy);
+    }
     setup.delete_exchange(2, exchange);
     return {{"scenario", "queue-intake"},
             {"arrival", arrival},
@@ -236,6 +266,9 @@ nlohmann::json run_arrival(const Settings& s, const std::string& arrival, const 
             {"lanes", dead_lettered ? s.lanes : 0},
             {"queue_ttl_ms", dead_lettered ? s.queue_ttl_ms : 0},
             {"pace_per_s", dead_lettered && s.queue_ttl_ms <= 0 ? s.pace : 0},
+            {"pace_chunk", s.pace_chunk},
+            {"release_headers", s.release_headers},
+            {"release_route", dead_lettered && s.release_route},
             {"label", s.label},
             {"prefetch", s.prefetch},
             {"drain_s", drain},
@@ -262,6 +295,14 @@ int main(int argc, char** argv) {
     app.add_option("--pace", s.pace,
                    "dead-lettered: message k expires k / PACE s after the due instant (0: all "
                    "at once)");
+    app.add_option("--pace-chunk", s.pace_chunk,
+                   "with --pace: messages expiring together, each chunk CHUNK / PACE s later")
+        ->check(CLI::Range(std::size_t{1}, std::size_t{1000000}));
+    app.add_flag("--release-headers", s.release_headers,
+                 "every message carries hourglass's three release headers");
+    app.add_flag("--release-route", s.release_route,
+                 "dead-lettered: through hourglass's release route (a fanout exchange bound to "
+                 "the consumer's exchange and to a direct one)");
     app.add_option("--label", s.label, "a label for the JSON lines, such as the broker's version");
     app.add_option(
         "--linger", s.linger_s,

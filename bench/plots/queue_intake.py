@@ -17,8 +17,14 @@ def arrival_name(row):
     name = row["arrival"]
     if row.get("pace_per_s"):
         name += f", paced {row['pace_per_s'] // 1000}k/s"
+    if row.get("pace_chunk", 1) > 1:
+        name += f" in chunks of {row['pace_chunk']}"
     if row.get("queue_ttl_ms"):
         name += ", queue TTL"
+    if row.get("release_headers"):
+        name += ", release headers"
+    if row.get("release_route"):
+        name += ", release route"
     return name
 
 
@@ -42,7 +48,7 @@ def main(results, out):
         "\n".join(f'"{a}" {statistics.median(drains.get((a, b), [0])):.3f}' for a in arrivals) + "\ne"
         for b in brokers)
     messages = sorted({r["messages"] for r in rows})
-    script = f"""set terminal png size 900,520
+    script = f"""set terminal png size 1100,600
 set output '{out}'
 set title 'One queue taking {", ".join(f"{n:,}" for n in messages)} messages, by arrival (median drain)'
 set style data histograms
@@ -52,7 +58,9 @@ set ylabel 'drain, s (to the last message handled)'
 set yrange [0:*]
 set grid ytics
 set xtics rotate by -30 left font ',9'
-set bmargin 9
+set bmargin 12
+set rmargin 24
+set key top left
 plot {plots}
 {data}
 """

@@ -26,6 +26,7 @@
 #include <CLI/CLI.hpp>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -132,16 +133,17 @@ Message job(std::size_t n, bool release_headers) {
     m.properties.message_id = "intake-" + std::to_string(n);
     if (release_headers) {
         // As long as hourglass's: a UUID, a due time with milliseconds, a run number.
-        auto id = std::to_string(100000000000 + n);
-        id = "0000" + id.substr(0, 4) + "-0000-4000-8000-" + id;
-        set_header(m.properties, "x-hourglass-id", id.substr(0, 36));
+        char id[40];
+        std::snprintf(id, sizeof id, "00000000-0000-4000-8000-%012zu", n);
+        set_header(m.properties, "x-hourglass-id", std::string(id));
         set_header(m.properties, "x-hourglass-due", std::string("2026-11-27T12:00:00.000Z"));
         set_header(m.properties, "x-hourglass-run", std::int64_t{1});
     }
     return m;
 }
 
-// Publishes `count` messages, `exchange_of(n)` each, waiting for confirms every `window`.
+// Publishes --messages messages, each as `shape(job, n)` makes it, waiting for the confirms
+// every --window publishes.
 template <typename Shape>
 void publish(Client& client, const Settings& s, Shape shape) {
     std::vector<Message> batch;

@@ -68,6 +68,14 @@ class Consumer {
         connection_.set_prefetch(1, prefetch);
     }
 
+    // A failed run (the broker gone, say) still stops and joins the reader before exiting.
+    ~Consumer() {
+        stop_ = true;
+        if (thread_.joinable()) thread_.join();
+    }
+    Consumer(const Consumer&) = delete;
+    Consumer& operator=(const Consumer&) = delete;
+
     amqp::Connection& connection() { return connection_; }
 
     void start(const std::string& queue, std::size_t expected) {
@@ -84,7 +92,7 @@ class Consumer {
             std::this_thread::sleep_for(std::chrono::milliseconds{10});
         }
         stop_ = true;
-        thread_.join();
+        if (thread_.joinable()) thread_.join();
         return handled_ == expected_;
     }
 

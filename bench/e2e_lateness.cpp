@@ -13,13 +13,20 @@
 //                    due - ttl and publishes it into one TTL/dead-letter queue (no hourglass,
 //                    no database); its dead-letter exchange is what the receiver listens to
 //
+// --queues Q         (hourglass) the jobs are split over Q receiving queues by routing key (job
+//                    k carries bench.q<k mod Q>.job), each read on a connection of its own, as
+//                    an application spreads a burst over several queues
+//
 // Prints a table row, then one JSON line (the last line of the output, for
 // bench/results/*.jsonl). Exit status 0 only if nothing was lost and nothing was early.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <condition_variable>
+#include <deque>
 #include <iostream>
+#include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -56,6 +63,81 @@ struct Settings {
     double linger_s = 0;
     double series_every_s = 0;  // > 0: lateness per interval of receive time, in the JSON
     unsigned seed = 42;
+    std::size_t queues = 1;  // receiving queues, split by routing key (hourglass mode)
+};
+
+// What the receivers got, in arrival order: each receiving queue is read by a thread of its
+// own, and the main thread takes the messages from here.
+class Inbox {
+  public:
+    void push(testing::Received received) {
+        {
+            std::lock_guard lock(mutex_);
+            messages_.push_back(std::move(received));
+        }
+        ready_.notify_one();
+    }
+
+    std::optional<testing::Received> pop(std::chrono::milliseconds timeout) {
+        std::unique_lock lock(mutex_);
+        if (!ready_.wait_for(lock, timeout, [&] { return !messages_.empty(); }))
+            return std::nullopt;
+        auto received = std::move(messages_.front());
+        messages_.pop_front();
+        return received;
+    }
+
+  private:
+    std::mutex mutex_;
+    std::condition_variable ready_;
+    std::deque<testing::Received> messages_;
+};
+
+// Receiving queues bound to the output exchange, each with a reader thread filling `inbox`.
+class Receivers {
+  public:
+    Receivers(const std::string& url, std::size_t count) {
+        for (std::size_t q = 0; q < count; ++q) clients_.push_back(std::make_unique<Client>(url));
+    }
+    ~Receivers() { stop(); }
+    Receivers(const Receivers&) = delete;
+    Receivers& operator=(const Receivers&) = delete;
+
+    // The routing key of job `n`; with several queues, job n goes to queue n mod count.
+    std::string routing_key(std::size_t n) const {
+        return clients_.size() == 1 ? "bench.job" : queue_word(n % clients_.size()) + ".job";
+    }
+
+    Client& first() { return *clients_.front(); }
+
+    void subscribe(const std::string& exchange) {
+        for (std::size_t q = 0; q < clients_.size(); ++q) {
+            clients_[q]->subscribe(exchange, clients_.size() == 1 ? "#" : queue_word(q) + ".#");
+        }
+        for (auto& client : clients_) {
+            threads_.emplace_back([this, &client] {
+                while (!stop_) {
+                    if (auto received = client->receive(100ms)) inbox.push(std::move(*received));
+                }
+            });
+        }
+    }
+
+    void stop() {
+        stop_ = true;
+        for (auto& thread : threads_) {
+            if (thread.joinable()) thread.join();
+        }
+    }
+
+    Inbox inbox;
+
+  private:
+    static std::string queue_word(std::size_t q) { return "bench.q" + std::to_string(q); }
+
+    std::vector<std::unique_ptr<Client>> clients_;
+    std::vector<std::thread> threads_;
+    std::atomic<bool> stop_{false};
 };
 
 double percentile(const std::vector<double>& sorted, double p) {
@@ -64,7 +146,8 @@ double percentile(const std::vector<double>& sorted, double p) {
     return sorted[std::min(index, sorted.size() - 1)];
 }
 
-double seconds_between(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
+double seconds_between(std::chrono::steady_clock::time_point a,
+                       std::chrono::steady_clock::time_point b) {
     return std::chrono::duration<double>(b - a).count();
 }
 
@@ -87,6 +170,9 @@ int main(int argc, char** argv) {
     app.add_option("--within", s.within_s, "hotspot: target, seconds after the instant");
     app.add_option("--baseline-ttl", s.baseline_ttl_ms, "baseline: the TTL queue's x-message-ttl");
     app.add_option("--chunk", s.chunk, "publishes per wait for confirms");
+    app.add_option("--queues", s.queues,
+                   "hourglass: receiving queues the jobs are split over by routing key")
+        ->check(CLI::Range(1, 64));
     app.add_option("--body-bytes", s.body_bytes, "body size (0: a short text)");
     app.add_option("--drain", s.drain_s, "seconds to wait after the last due time");
     app.add_option("--seed", s.seed);
@@ -96,6 +182,10 @@ int main(int argc, char** argv) {
                    "seconds to keep the connections open at the end (the management API counts "
                    "what a channel did only at its next statistics interval)");
     CLI11_PARSE(app, argc, argv);
+    if (s.mode == "baseline" && s.queues > 1) {
+        std::cerr << "--queues: only with --mode hourglass\n";
+        return 2;
+    }
 
     const bool hotspot = s.pattern == "hotspot";
     const bool baseline = s.mode == "baseline";
@@ -105,18 +195,18 @@ int main(int argc, char** argv) {
     std::string out_exchange = s.prefix + ".out";
     std::string baseline_queue;
 
-    Client receiver(s.amqp_url);
+    Receivers receivers(s.amqp_url, s.queues);
     if (baseline) {
         out_exchange = "hourglass.bench.baseline.out." + run_tag;
         baseline_queue = "hourglass.bench.baseline.ttl." + run_tag;
-        auto& c = receiver.connection();
+        auto& c = receivers.first().connection();
         c.declare_exchange(2, out_exchange, "fanout");
         c.declare_queue(2, baseline_queue,
                         {{"x-queue-type", std::string("classic")},
                          {"x-message-ttl", s.baseline_ttl_ms},
                          {"x-dead-letter-exchange", out_exchange}});
     }
-    receiver.subscribe(out_exchange, "#");
+    receivers.subscribe(out_exchange);
 
     std::mt19937_64 random(s.seed);
     std::uniform_int_distribution<std::int64_t> delay(s.min_delay_ms, s.max_delay_ms);
@@ -147,13 +237,15 @@ int main(int argc, char** argv) {
             last_due_ms = std::max(last_due_ms.load(), to_epoch_ms(due));
             Message m;
             m.body = s.body_bytes > 0 ? body_pad : "payload " + id;
-            m.routing_key = "bench.job";
+            m.routing_key = receivers.routing_key(n);
             m.properties.message_id = id;
             m.properties.delivery_mode = 2;
             if (!baseline) {
                 m.exchange = s.prefix + ".in";
-                if (hotspot) set_header(m.properties, "x-schedule-at", to_epoch_ms(instant));
-                else set_header(m.properties, "x-delay", wait);
+                if (hotspot)
+                    set_header(m.properties, "x-schedule-at", to_epoch_ms(instant));
+                else
+                    set_header(m.properties, "x-delay", wait);
                 batch.push_back(std::move(m));
             } else {
                 m.exchange = "";
@@ -170,9 +262,10 @@ int main(int argc, char** argv) {
                 while (sent < total && batch.size() < s.chunk && held.size() < total) make(sent++);
             } else {
                 const auto should_have_sent = std::min<std::size_t>(
-                    total, static_cast<std::size_t>(
-                               seconds_between(start_steady, std::chrono::steady_clock::now()) * s.rate) +
-                               1);
+                    total,
+                    static_cast<std::size_t>(
+                        seconds_between(start_steady, std::chrono::steady_clock::now()) * s.rate) +
+                        1);
                 while (sent < should_have_sent) make(sent++);
             }
             const auto now = now_ms();
@@ -182,7 +275,8 @@ int main(int argc, char** argv) {
             }
             if (!batch.empty()) {
                 const bool handing_over = baseline && hotspot;
-                if (handing_over && !handover_start) handover_start = std::chrono::steady_clock::now();
+                if (handing_over && !handover_start)
+                    handover_start = std::chrono::steady_clock::now();
                 client.publish_all(batch);  // returns once the broker confirmed every publish
                 if (handing_over) handover_end = std::chrono::steady_clock::now();
             }
@@ -194,7 +288,8 @@ int main(int argc, char** argv) {
                 std::this_thread::sleep_for(hotspot ? 200us : 1ms);
             }
         }
-        if (!all_made_noted) publish_s = seconds_between(start_steady, std::chrono::steady_clock::now());
+        if (!all_made_noted)
+            publish_s = seconds_between(start_steady, std::chrono::steady_clock::now());
         publishing_done = true;
         std::this_thread::sleep_for(std::chrono::duration<double>(s.linger_s));
     });
@@ -209,10 +304,11 @@ int main(int argc, char** argv) {
     std::vector<std::vector<double>> series;  // lateness of the releases received per interval
     std::chrono::sys_time<std::chrono::microseconds> first_us{}, last_us{};
     while (true) {
-        auto received = receiver.receive(200ms);
+        auto received = receivers.inbox.pop(200ms);
         if (received) {
             const auto id = testing::string_header(received->message, "x-hourglass-id");
-            const auto due = parse_rfc3339(testing::string_header(received->message, "x-hourglass-due"));
+            const auto due =
+                parse_rfc3339(testing::string_header(received->message, "x-hourglass-due"));
             if (!due || id.rfind(id_prefix, 0) != 0) continue;
             if (seen[id]++ > 0) {
                 ++duplicates;
@@ -226,28 +322,32 @@ int main(int argc, char** argv) {
             lateness.push_back(late_ms);
             if (s.series_every_s > 0) {
                 const auto since_start = std::chrono::duration<double>(
-                    received->received_at_us - std::chrono::time_point_cast<std::chrono::microseconds>(start));
-                const auto bin = static_cast<std::size_t>(std::max(0.0, since_start.count()) / s.series_every_s);
+                    received->received_at_us -
+                    std::chrono::time_point_cast<std::chrono::microseconds>(start));
+                const auto bin =
+                    static_cast<std::size_t>(std::max(0.0, since_start.count()) / s.series_every_s);
                 if (series.size() <= bin) series.resize(bin + 1);
                 series[bin].push_back(late_ms);
             }
         }
         if (publishing_done && seen.size() >= total) {
             // A moment more, to see duplicates that follow closely.
-            while (auto extra = receiver.receive(500ms)) {
+            while (auto extra = receivers.inbox.pop(500ms)) {
                 const auto id = testing::string_header(extra->message, "x-hourglass-id");
                 if (id.rfind(id_prefix, 0) == 0 && seen[id]++ > 0) ++duplicates;
             }
             break;
         }
-        const auto deadline = from_epoch_ms(last_due_ms.load()) +
-                              std::chrono::duration_cast<Milliseconds>(std::chrono::duration<double>(s.drain_s));
+        const auto deadline =
+            from_epoch_ms(last_due_ms.load()) +
+            std::chrono::duration_cast<Milliseconds>(std::chrono::duration<double>(s.drain_s));
         if (publishing_done && now_ms() > deadline) break;
     }
     publisher.join();
+    receivers.stop();
     if (baseline) {
-        receiver.connection().delete_queue(2, baseline_queue);
-        receiver.connection().delete_exchange(2, out_exchange);
+        receivers.first().connection().delete_queue(2, baseline_queue);
+        receivers.first().connection().delete_exchange(2, out_exchange);
     }
 
     std::vector<double> sorted = lateness;
@@ -266,7 +366,8 @@ int main(int argc, char** argv) {
                              {"lateness_p99_ms", percentile(sorted, 0.99)},
                              {"lateness_max_ms", percentile(sorted, 1.0)},
                              {"lateness_min_ms", percentile(sorted, 0.0)},
-                             {"publish_s", publish_s}};
+                             {"publish_s", publish_s},
+                             {"queues", s.queues}};
     if (hotspot) {
         const auto within = static_cast<std::size_t>(
             std::upper_bound(sorted.begin(), sorted.end(), s.within_s * 1000.0) - sorted.begin());
@@ -282,7 +383,8 @@ int main(int argc, char** argv) {
         if (handover_start && handover_end) {
             const double handover_s = seconds_between(*handover_start, *handover_end);
             result["handed_over_span_s"] = handover_s;
-            result["handed_over_per_s"] = handover_s > 0 ? static_cast<double>(total) / handover_s : 0.0;
+            result["handed_over_per_s"] =
+                handover_s > 0 ? static_cast<double>(total) / handover_s : 0.0;
             result["confirm_window"] = s.chunk;
         }
     } else {
@@ -303,11 +405,11 @@ int main(int argc, char** argv) {
                            {"lateness_max_ms", percentile(values, 1.0)}});
         }
     }
-    std::printf("%-10s %-10s jobs %7zu  lost %zu  early %zu  dup %zu  lateness p50 %.2f ms  p99 %.2f ms  "
-                "max %.2f ms  min %.2f ms",
-                s.scenario.c_str(), s.mode.c_str(), total, lost, early, duplicates,
-                percentile(sorted, 0.5), percentile(sorted, 0.99), percentile(sorted, 1.0),
-                percentile(sorted, 0.0));
+    std::printf(
+        "%-10s %-10s jobs %7zu  lost %zu  early %zu  dup %zu  lateness p50 %.2f ms  p99 %.2f ms  "
+        "max %.2f ms  min %.2f ms",
+        s.scenario.c_str(), s.mode.c_str(), total, lost, early, duplicates, percentile(sorted, 0.5),
+        percentile(sorted, 0.99), percentile(sorted, 1.0), percentile(sorted, 0.0));
     if (hotspot) {
         std::printf("  drain %.0f/s over %.2f s", result["drain_rate_per_s"].get<double>(), span_s);
     }

@@ -3,8 +3,10 @@
 // apart from hourglass's.
 //
 // A consumer (its own connection and thread, manual acks, --prefetch) reads an exclusive queue
-// bound to a topic exchange, like an application bound to hourglass.out. --messages persistent
-// messages then reach that queue by one of these arrivals (--arrival, repeatable, run in order):
+// bound to a topic exchange, like an application bound to hourglass.out. With --queues Q the
+// burst is split over Q such queues by routing key (message k to queue k mod Q), each read by a
+// consumer of its own. --messages persistent messages then reach the queues by one of these
+// arrivals (--arrival, repeatable, run in order):
 //   published              the driver publishes them (confirms every --window) while the
 //                          consumer reads: the broker's channel paces the publisher.
 //   dead-lettered          the driver first puts them into --lanes TTL queues, each behind a
@@ -18,16 +20,19 @@
 //   published-preloaded    published into the queue before the consumer starts: delivery alone.
 //   dead-lettered-preloaded  dead-lettered into the queue before the consumer starts.
 // The drain is from the first publish (published), from the due instant (dead-lettered) or from
-// the consumer's start (preloaded) to the last message handled.
+// the consumers' start (preloaded) to the last message handled by any consumer.
 //
 // Usage: bench_e2e_queue_intake --amqp-url URL --arrival published --arrival dead-lettered
 //        bench_e2e_queue_intake --amqp-url URL --arrival dead-lettered --pace 20000
+//        bench_e2e_queue_intake --amqp-url URL --arrival dead-lettered --queues 4
 // Prints a table row per arrival, then one JSON line per arrival (for bench/results/*.jsonl).
 #include <CLI/CLI.hpp>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <limits>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <thread>
@@ -50,6 +55,7 @@ struct Settings {
     std::size_t window = 100;
     std::size_t lanes = 4;
     std::uint16_t prefetch = 200;
+    std::size_t queues = 1;         // consumer queues the burst is split over by routing key
     std::int64_t lead_ms = 3000;    // from the end of publishing to the due instant
     std::int64_t queue_ttl_ms = 0;  // > 0: the lanes' x-message-ttl instead of per-message expiry
     std::size_t pace = 0;           // > 0: message k expires at due + k / pace seconds
@@ -60,46 +66,64 @@ struct Settings {
     double linger_s = 0;            // seconds to wait before exiting
 };
 
-// Reads a queue with manual acks on a connection of its own, until `expected` messages came.
+// What every consumer of a run has handled, together: the run is over when all of the burst
+// was handled, whichever consumer got each message.
+class Tally {
+  public:
+    explicit Tally(std::size_t expected) : expected_(expected) {}
+
+    void count(SteadyClock::time_point now) {
+        const auto at = now.time_since_epoch().count();
+        auto first = first_.load();
+        while (at < first && !first_.compare_exchange_weak(first, at)) {
+        }
+        auto last = last_.load();
+        while (at > last && !last_.compare_exchange_weak(last, at)) {
+        }
+        ++handled_;
+    }
+
+    bool complete() const { return handled_ >= expected_; }
+    std::size_t handled() const { return handled_; }
+    SteadyClock::time_point first() const { return at(first_); }
+    SteadyClock::time_point last() const { return at(last_); }
+
+  private:
+    static SteadyClock::time_point at(const std::atomic<SteadyClock::rep>& ticks) {
+        return SteadyClock::time_point{SteadyClock::duration{ticks.load()}};
+    }
+
+    const std::size_t expected_;
+    std::atomic<std::size_t> handled_{0};
+    std::atomic<SteadyClock::rep> first_{std::numeric_limits<SteadyClock::rep>::max()};
+    std::atomic<SteadyClock::rep> last_{0};
+};
+
+// Reads a queue with manual acks on a connection of its own, until the tally is complete.
 class Consumer {
   public:
-    Consumer(const std::string& url, std::uint16_t prefetch) : connection_(options(url)) {
+    Consumer(const std::string& url, std::uint16_t prefetch, Tally& tally)
+        : connection_(options(url)), tally_(tally) {
         connection_.open_channel(1);
         connection_.set_prefetch(1, prefetch);
     }
 
     // A failed run (the broker gone, say) still stops and joins the reader before exiting.
-    ~Consumer() {
-        stop_ = true;
-        if (thread_.joinable()) thread_.join();
-    }
+    ~Consumer() { stop(); }
     Consumer(const Consumer&) = delete;
     Consumer& operator=(const Consumer&) = delete;
 
     amqp::Connection& connection() { return connection_; }
 
-    void start(const std::string& queue, std::size_t expected) {
-        expected_ = expected;
-        started_ = SteadyClock::now();
+    void start(const std::string& queue) {
         connection_.consume(1, queue, /*no_ack=*/false);
         thread_ = std::thread([this] { run(); });
     }
 
-    // Waits for the last message (or `limit`); true if all came.
-    bool wait(std::chrono::seconds limit) {
-        const auto deadline = SteadyClock::now() + limit;
-        while (!done_ && SteadyClock::now() < deadline) {
-            std::this_thread::sleep_for(std::chrono::milliseconds{10});
-        }
+    void stop() {
         stop_ = true;
         if (thread_.joinable()) thread_.join();
-        return handled_ == expected_;
     }
-
-    SteadyClock::time_point started() const { return started_; }
-    SteadyClock::time_point first() const { return first_; }
-    SteadyClock::time_point last() const { return last_; }
-    std::size_t handled() const { return handled_; }
 
   private:
     static amqp::ConnectionOptions options(const std::string& url) {
@@ -110,36 +134,82 @@ class Consumer {
     }
 
     void run() {
-        while (!stop_ && handled_ < expected_) {
+        while (!stop_ && !tally_.complete()) {
             auto event = connection_.next_event(std::chrono::milliseconds{100});
             if (!event) continue;
             auto* delivery = std::get_if<amqp::Delivery>(&*event);
             if (delivery == nullptr) continue;
             const auto now = SteadyClock::now();
-            if (handled_ == 0) first_ = now;
-            last_ = now;
             connection_.ack(1, delivery->delivery_tag);
-            ++handled_;
+            tally_.count(now);
         }
-        done_ = true;
     }
 
     amqp::Connection connection_;
+    Tally& tally_;
     std::thread thread_;
-    std::size_t expected_ = 0;
-    std::atomic<std::size_t> handled_{0};
-    std::atomic<bool> done_{false};
     std::atomic<bool> stop_{false};
-    SteadyClock::time_point started_, first_, last_;
 };
 
-Message job(std::size_t n, bool release_headers) {
+// The consumers of a run: --queues exclusive queues, each bound to the run's exchange on a key
+// of its own and read by a consumer of its own.
+class Consumers {
+  public:
+    Consumers(const Settings& s, const std::string& exchange) : tally_(s.messages) {
+        for (std::size_t q = 0; q < s.queues; ++q) {
+            consumers_.push_back(std::make_unique<Consumer>(s.amqp_url, s.prefetch, tally_));
+            auto& connection = consumers_.back()->connection();
+            queues_.push_back(connection.declare_queue(1, "", {}, /*exclusive=*/true));
+            connection.bind_queue(1, queues_.back(), exchange, routing_prefix(q) + "#");
+        }
+    }
+
+    // The routing key of the messages for queue `q`, up to its last word.
+    static std::string routing_prefix(std::size_t q) {
+        return "bench.intake.q" + std::to_string(q) + ".";
+    }
+
+    void start() {
+        started_ = SteadyClock::now();
+        for (std::size_t q = 0; q < consumers_.size(); ++q) consumers_[q]->start(queues_[q]);
+    }
+
+    // Messages ready in the queues.
+    std::size_t queued() {
+        std::size_t n = 0;
+        for (std::size_t q = 0; q < queues_.size(); ++q) {
+            n += consumers_[q]->connection().queue_message_count(1, queues_[q]).value_or(0);
+        }
+        return n;
+    }
+
+    // Waits for the last message (or `limit`); true if all came.
+    bool wait(std::chrono::seconds limit) {
+        const auto deadline = SteadyClock::now() + limit;
+        while (!tally_.complete() && SteadyClock::now() < deadline) {
+            std::this_thread::sleep_for(std::chrono::milliseconds{10});
+        }
+        for (auto& consumer : consumers_) consumer->stop();
+        return tally_.complete();
+    }
+
+    const Tally& tally() const { return tally_; }
+    SteadyClock::time_point started() const { return started_; }
+
+  private:
+    Tally tally_;  // before the consumers, which count into it until they stop
+    std::vector<std::unique_ptr<Consumer>> consumers_;
+    std::vector<std::string> queues_;
+    SteadyClock::time_point started_;
+};
+
+Message job(std::size_t n, const Settings& s) {
     Message m;
     m.body = R"({"i":)" + std::to_string(n) + "}";
-    m.routing_key = "bench.intake.job";
+    m.routing_key = Consumers::routing_prefix(n % s.queues) + "job";
     m.properties.delivery_mode = 2;
     m.properties.message_id = "intake-" + std::to_string(n);
-    if (release_headers) {
+    if (s.release_headers) {
         // As long as hourglass's: a UUID, a due time with milliseconds, a run number.
         char id[40];
         std::snprintf(id, sizeof id, "00000000-0000-4000-8000-%012zu", n);
@@ -159,7 +229,7 @@ void publish(Client& client, const Settings& s, Shape shape) {
     for (std::size_t n = 0; n < s.messages;) {
         batch.clear();
         for (; n < s.messages && batch.size() < s.window; ++n) {
-            batch.push_back(shape(job(n, s.release_headers), n));
+            batch.push_back(shape(job(n, s), n));
         }
         client.publish_all(batch);
     }
@@ -174,9 +244,7 @@ nlohmann::json run_arrival(const Settings& s, const std::string& arrival, const 
     auto& setup = publisher.connection();
     const std::string exchange = "hourglass.bench.intake." + tag;
     setup.declare_exchange(2, exchange, "topic");
-    Consumer consumer(s.amqp_url, s.prefetch);
-    const auto queue = consumer.connection().declare_queue(1, "", {}, /*exclusive=*/true);
-    consumer.connection().bind_queue(1, queue, exchange, "bench.intake.#");
+    Consumers consumers(s, exchange);
 
     const bool dead_lettered = arrival.starts_with("dead-lettered");
     const bool preloaded = arrival.ends_with("preloaded");
@@ -207,7 +275,7 @@ nlohmann::json run_arrival(const Settings& s, const std::string& arrival, const 
 
     SteadyClock::time_point from;
     if (!dead_lettered) {
-        if (!preloaded) consumer.start(queue, s.messages);
+        if (!preloaded) consumers.start();
         const auto start = SteadyClock::now();
         publish(publisher, s, [&](Message m, std::size_t) {
             m.exchange = exchange;
@@ -225,7 +293,7 @@ nlohmann::json run_arrival(const Settings& s, const std::string& arrival, const 
             SteadyClock::now() + (s.queue_ttl_ms > 0
                                       ? std::chrono::milliseconds{s.queue_ttl_ms}
                                       : publish_estimate + std::chrono::milliseconds{s.lead_ms});
-        if (!preloaded) consumer.start(queue, s.messages);
+        if (!preloaded) consumers.start();
         publish(publisher, s, [&](Message m, std::size_t n) {
             m.exchange = lanes[n % lanes.size()];
             const auto chunk_start = n / s.pace_chunk * s.pace_chunk;
@@ -245,20 +313,20 @@ nlohmann::json run_arrival(const Settings& s, const std::string& arrival, const 
     }
     double intake = 0;  // preloaded: from the first publish or the due instant to all queued
     if (preloaded) {
-        // Wait until the whole burst is in the consumer's queue, then start reading.
-        while (consumer.connection().queue_message_count(1, queue).value_or(0) < s.messages) {
+        // Wait until the whole burst is in the consumers' queues, then start reading.
+        while (consumers.queued() < s.messages) {
             std::this_thread::sleep_for(std::chrono::milliseconds{20});
         }
         intake = seconds(SteadyClock::now() - from);
-        consumer.start(queue, s.messages);
-        from = consumer.started();
+        consumers.start();
+        from = consumers.started();
     }
-    const bool complete = consumer.wait(std::chrono::seconds{120 + s.messages / 1000});
-    const double drain = seconds(consumer.last() - from);
-    const double after_first = consumer.handled() > 1
-                                   ? static_cast<double>(consumer.handled() - 1) /
-                                         seconds(consumer.last() - consumer.first())
-                                   : 0;
+    const bool complete = consumers.wait(std::chrono::seconds{120 + s.messages / 1000});
+    const auto& tally = consumers.tally();
+    const double drain = seconds(tally.last() - from);
+    const double after_first = tally.handled() > 1 ? static_cast<double>(tally.handled() - 1) /
+                                                         seconds(tally.last() - tally.first())
+                                                   : 0;
     for (const auto& lane : lanes) {
         setup.delete_queue(2, lane);
         setup.delete_exchange(2, lane);
@@ -271,7 +339,8 @@ nlohmann::json run_arrival(const Settings& s, const std::string& arrival, const 
     return {{"scenario", "queue-intake"},
             {"arrival", arrival},
             {"messages", s.messages},
-            {"handled", consumer.handled()},
+            {"handled", tally.handled()},
+            {"queues", s.queues},
             {"complete", complete},
             {"lanes", dead_lettered ? s.lanes : 0},
             {"queue_ttl_ms", dead_lettered ? s.queue_ttl_ms : 0},
@@ -297,7 +366,10 @@ int main(int argc, char** argv) {
     app.add_option("--window", s.window, "publishes between waits for their confirms");
     app.add_option("--lanes", s.lanes, "TTL queues a dead-lettered burst is spread over")
         ->check(CLI::Range(1, 64));
-    app.add_option("--prefetch", s.prefetch, "the consumer's prefetch");
+    app.add_option("--prefetch", s.prefetch, "each consumer's prefetch");
+    app.add_option("--queues", s.queues,
+                   "consumer queues the burst is split over by routing key, a consumer each")
+        ->check(CLI::Range(1, 64));
     app.add_option("--lead", s.lead_ms,
                    "ms from the estimated end of publishing to the due instant");
     app.add_option("--queue-ttl", s.queue_ttl_ms,

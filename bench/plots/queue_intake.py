@@ -3,7 +3,7 @@
 
 Usage: bench/plots/queue_intake.py RESULTS.jsonl OUT.png
 Reads the lines of bench_e2e_queue_intake (scenario "queue-intake"), groups them by arrival
-(with its --pace or --queue-ttl) and by the broker named at the start of their label
+(with its --pace, --queue-ttl or --queues) and by the broker named at the start of their label
 ("rabbitmq 4.3.6 round 1" -> "rabbitmq 4.3.6"), and draws the median drain of each as a bar,
 one colour per broker.
 """
@@ -25,6 +25,8 @@ def arrival_name(row):
         name += ", release headers"
     if row.get("release_route"):
         name += ", release route"
+    if row.get("queues", 1) > 1:
+        name += f", over {row['queues']} queues"
     return name
 
 
@@ -50,7 +52,7 @@ def main(results, out):
     messages = sorted({r["messages"] for r in rows})
     script = f"""set terminal png size 1100,600
 set output '{out}'
-set title 'One queue taking {", ".join(f"{n:,}" for n in messages)} messages, by arrival (median drain)'
+set title 'Queues taking {", ".join(f"{n:,}" for n in messages)} messages, by arrival (median drain)'
 set style data histograms
 set style histogram clustered gap 1
 set style fill solid 0.6 border -1

@@ -2,7 +2,7 @@
 """Plots how fast one queue took a burst, by how it arrived, per broker (gnuplot).
 
 Usage: bench/plots/queue_intake.py RESULTS.jsonl OUT.png
-Reads the lines of bench_e2e_queue_intake (scenario "queue-intake"), groups them by arrival
+Reads the lines of bench_e2e_queue_intake (scenario "queue-intake", or "intake" from scripts/bench), groups them by arrival
 (with its --pace, --queue-ttl or --queues) and by the broker named at the start of their label
 ("rabbitmq 4.3.6 round 1" -> "rabbitmq 4.3.6"), and draws the median drain of each as a bar,
 one colour per broker.
@@ -32,7 +32,7 @@ def arrival_name(row):
 
 def main(results, out):
     rows = [json.loads(line) for line in open(results, encoding="utf-8") if line.strip()]
-    rows = [r for r in rows if r.get("scenario") == "queue-intake"]
+    rows = [r for r in rows if r.get("scenario") in ("queue-intake", "intake")]
     if not rows:
         sys.exit(f"{results}: no queue-intake line")
     brokers, arrivals, drains = [], [], {}

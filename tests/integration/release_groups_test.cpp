@@ -145,9 +145,13 @@ TEST_F(ReleaseGroups, a_routing_key_equal_to_the_audit_key_is_released_once_and_
 
 // An upgrade: a run that a previous version claimed and handed over into a queue of its
 // ladder, `old_queue` (TTL 2 s, dead-lettering into `old_route`), is released through the old
-// route and observed as before. The caller declares the old route as that version did.
+// route and observed as before. The caller declares the old route as that version did, with
+// hourglass running with a horizon shorter than the run's 2 s (kHorizonBelowTheRun): else its
+// loader may claim the run between its insert and the previous version's claim.
 class PreviousLadder : public ReleaseGroups {
 protected:
+    static constexpr const char* kHorizonBelowTheRun = "1s";
+
     // with_audit_key: the second ladder copied a release to the audit by a BCC key, the first
     // copied every release.
     void hand_over_through_a_previous_ladder(Client& client, const std::string& old_queue,
@@ -206,7 +210,7 @@ private:
 // The first ladder: `<prefix>.delay.<ttl>` queues dead-lettering into a fanout exchange, and
 // from it through `<prefix>.delay.observe` to the audit queue.
 TEST_F(PreviousLadder, a_run_left_in_the_first_ladder_is_released_and_observed) {
-    auto& process = start_hourglass({"--horizon", "4s"});
+    auto& process = start_hourglass({"--horizon", kHorizonBelowTheRun});
     Client client(amqp_url_);
     client.subscribe(out_exchange(), "#");
     auto& broker = client.connection();
@@ -227,7 +231,7 @@ TEST_F(PreviousLadder, a_run_left_in_the_first_ladder_is_released_and_observed) 
 // exchange `<prefix>.delay.dispatch`, bound on `#` to the output and on the audit key to the
 // audit queue.
 TEST_F(PreviousLadder, a_run_left_in_the_topic_dispatch_ladder_is_released_and_observed) {
-    auto& process = start_hourglass({"--horizon", "4s"});
+    auto& process = start_hourglass({"--horizon", kHorizonBelowTheRun});
     Client client(amqp_url_);
     client.subscribe(out_exchange(), "#");
     auto& broker = client.connection();

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""Plots how fast one queue took a burst, by how it arrived, per broker (gnuplot).
+"""Plots how fast the consumers' queues took a burst, by how it arrived, per broker (gnuplot).
 
 Usage: bench/plots/queue_intake.py RESULTS.jsonl OUT.png
-Reads the lines of bench_e2e_queue_intake (scenario "queue-intake", or "intake" from scripts/bench), groups them by arrival
-(with its --pace, --queue-ttl or --queues) and by the broker named at the start of their label
+Reads the lines of bench_e2e_queue_intake (scenario "queue-intake", or "intake" from
+scripts/bench), groups them by arrival (with its --pace, --queue-ttl or --queues) and by the
+broker named at the start of their label
 ("rabbitmq 4.3.6 round 1" -> "rabbitmq 4.3.6"), and draws the median drain of each as a bar,
 one colour per broker.
 """

@@ -31,9 +31,14 @@ TEST_F(Examples, python_pika_schedules_with_confirms_and_consumes_each_release_o
 
 TEST_F(Examples, node_amqplib_schedules_with_confirms_and_consumes_each_release_once) {
     const std::string dir = HOURGLASS_SOURCE_DIR "/examples/node";
-    if (run_shell("test -d " + dir + "/node_modules/amqplib").exit_code != 0) {
-        const auto install = run_shell("cd " + dir + " && timeout 300 npm ci --no-audit --no-fund");
-        ASSERT_EQ(install.exit_code, 0) << "npm ci in examples/node failed:\n" << install.output;
+    {
+        // npm ci fills one directory of the source tree, which the other column shares.
+        const MachineLock npm("examples-node");
+        if (run_shell("test -d " + dir + "/node_modules/amqplib").exit_code != 0) {
+            const auto install =
+                run_shell("cd " + dir + " && timeout 300 npm ci --no-audit --no-fund");
+            ASSERT_EQ(install.exit_code, 0) << "npm ci in examples/node failed:\n" << install.output;
+        }
     }
     start_hourglass();
     const auto result = run_shell(environment() + "timeout 60 node " + dir + "/schedule_and_consume.js");

@@ -5,11 +5,13 @@
 #include <httplib.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
@@ -253,6 +255,20 @@ ShellResult run_shell(const std::string& command) {
     result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     return result;
 }
+
+MachineLock::MachineLock(const std::string& name) {
+    const auto path = "/tmp/hourglass-test-" + name + ".lock";
+    fd_ = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (fd_ < 0) throw std::runtime_error("cannot open " + path);
+    while (flock(fd_, LOCK_EX) != 0) {
+        if (errno != EINTR) {
+            close(fd_);
+            throw std::runtime_error("cannot lock " + path);
+        }
+    }
+}
+
+MachineLock::~MachineLock() { close(fd_); }
 
 HourglassProcess& HourglassTest::start_hourglass(std::vector<std::string> extra, std::string binary) {
     std::vector<std::string> arguments = {"run",      "--amqp-url", amqp_url_, "--pg-url",

@@ -86,6 +86,21 @@ struct ShellResult {
 };
 ShellResult run_shell(const std::string& command);
 
+// Holds, until destroyed, a lock that every test process on this machine shares under `name`
+// (an flock on /tmp/hourglass-test-<name>.lock): scripts/test runs the columns of its matrix at
+// once, and a test that changes the machine itself (installs a package, fills a shared
+// directory) must not meet its twin from the other column.
+class MachineLock {
+public:
+    explicit MachineLock(const std::string& name);
+    ~MachineLock();
+    MachineLock(const MachineLock&) = delete;
+    MachineLock& operator=(const MachineLock&) = delete;
+
+private:
+    int fd_ = -1;
+};
+
 // Per-test setup: names, a database connection, and hourglass processes.
 class HourglassTest : public ::testing::Test {
 protected:

@@ -24,6 +24,8 @@ class Package : public HourglassTest {};
 
 TEST_F(Package, deb_installs_verifies_runs_a_job_and_purges_cleanly) {
     if (geteuid() != 0) GTEST_SKIP() << "dpkg -i needs root; CI runs this as root";
+    // The package goes into this machine's dpkg database: one test process at a time.
+    const MachineLock dpkg("package");
     if (run_shell("dpkg-query -W -f='${Status}' hourglass").output.find("install ok installed") !=
         std::string::npos) {
         GTEST_SKIP() << "a hourglass package is installed on this machine: not touching it";

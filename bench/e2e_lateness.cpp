@@ -1,6 +1,7 @@
 // End-to-end lateness driver: publishes jobs as a user would, receives them as a user would (an
-// exclusive queue bound to the output exchange) and reports lateness = receive time -
-// x-hourglass-due, plus early, lost and duplicated releases.
+// exclusive queue bound to the output exchange; --receiving-queue-type quorum: a durable quorum
+// queue, deleted at the end) and reports lateness = receive time - x-hourglass-due, plus early,
+// lost and duplicated releases.
 //
 // --pattern steady   --rate jobs/s for --duration s, each due --min-delay..--max-delay ms after
 //                    its publish (x-delay)
@@ -64,6 +65,7 @@ struct Settings {
     double series_every_s = 0;  // > 0: lateness per interval of receive time, in the JSON
     unsigned seed = 42;
     std::size_t queues = 1;  // receiving queues, split by routing key (hourglass mode)
+    std::string receiving_queue_type = "classic";  // classic (exclusive) or quorum (durable)
 };
 
 // What the receivers got, in arrival order, when several receiving queues are each read by a
@@ -100,10 +102,21 @@ class Inbox {
 // single-queue figures.)
 class Receivers {
   public:
-    Receivers(const std::string& url, std::size_t count) {
+    // `queue_type` quorum: durable quorum queues (which cannot be exclusive), deleted at the end.
+    Receivers(const std::string& url, std::size_t count, std::string queue_type)
+        : queue_type_(std::move(queue_type)) {
         for (std::size_t q = 0; q < count; ++q) clients_.push_back(std::make_unique<Client>(url));
     }
-    ~Receivers() { stop(); }
+    ~Receivers() {
+        stop();
+        for (std::size_t q = 0; q < durable_queues_.size(); ++q) {
+            try {
+                clients_[q]->connection().delete_queue(2, durable_queues_[q]);
+            } catch (const std::exception& e) {
+                std::cerr << "could not delete " << durable_queues_[q] << ": " << e.what() << "\n";
+            }
+        }
+    }
     Receivers(const Receivers&) = delete;
     Receivers& operator=(const Receivers&) = delete;
 
@@ -116,7 +129,14 @@ class Receivers {
 
     void subscribe(const std::string& exchange) {
         for (std::size_t q = 0; q < clients_.size(); ++q) {
-            clients_[q]->subscribe(exchange, clients_.size() == 1 ? "#" : queue_word(q) + ".#");
+            const auto key = clients_.size() == 1 ? "#" : queue_word(q) + ".#";
+            if (queue_type_ == "quorum") {
+                durable_queues_.push_back(exchange + ".receiving." + std::to_string(q));
+                clients_[q]->subscribe(exchange, key, durable_queues_.back(),
+                                       {{"x-queue-type", std::string("quorum")}});
+            } else {
+                clients_[q]->subscribe(exchange, key);
+            }
         }
         if (clients_.size() == 1) return;
         for (auto& client : clients_) {
@@ -144,7 +164,9 @@ class Receivers {
   private:
     static std::string queue_word(std::size_t q) { return "bench.q" + std::to_string(q); }
 
+    std::string queue_type_;
     std::vector<std::unique_ptr<Client>> clients_;
+    std::vector<std::string> durable_queues_;  // deleted at the end
     Inbox inbox_;
     std::vector<std::thread> threads_;
     std::atomic<bool> stop_{false};
@@ -183,6 +205,9 @@ int main(int argc, char** argv) {
     app.add_option("--queues", s.queues,
                    "hourglass: receiving queues the jobs are split over by routing key")
         ->check(CLI::Range(1, 64));
+    app.add_option("--receiving-queue-type", s.receiving_queue_type,
+                   "the receiving queues' type (quorum: durable, deleted at the end)")
+        ->check(CLI::IsMember({"classic", "quorum"}));
     app.add_option("--body-bytes", s.body_bytes, "body size (0: a short text)");
     app.add_option("--drain", s.drain_s, "seconds to wait after the last due time");
     app.add_option("--seed", s.seed);
@@ -205,7 +230,7 @@ int main(int argc, char** argv) {
     std::string out_exchange = s.prefix + ".out";
     std::string baseline_queue;
 
-    Receivers receivers(s.amqp_url, s.queues);
+    Receivers receivers(s.amqp_url, s.queues, s.receiving_queue_type);
     if (baseline) {
         out_exchange = "hourglass.bench.baseline.out." + run_tag;
         baseline_queue = "hourglass.bench.baseline.ttl." + run_tag;
@@ -377,7 +402,8 @@ int main(int argc, char** argv) {
                              {"lateness_max_ms", percentile(sorted, 1.0)},
                              {"lateness_min_ms", percentile(sorted, 0.0)},
                              {"publish_s", publish_s},
-                             {"queues", s.queues}};
+                             {"queues", s.queues},
+                             {"receiving_queue_type", s.receiving_queue_type}};
     if (hotspot) {
         const auto within = static_cast<std::size_t>(
             std::upper_bound(sorted.begin(), sorted.end(), s.within_s * 1000.0) - sorted.begin());

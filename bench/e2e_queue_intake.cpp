@@ -5,8 +5,9 @@
 // A consumer (its own connection and thread, manual acks, --prefetch) reads an exclusive queue
 // bound to a topic exchange, like an application bound to hourglass.out. With --queues Q the
 // burst is split over Q such queues by routing key (message k to queue k mod Q), each read by a
-// consumer of its own. --messages persistent messages then reach the queues by one of these
-// arrivals (--arrival, repeatable, run in order):
+// consumer of its own; --receiving-queue-type quorum makes them durable quorum queues
+// (deleted after the run) instead. --messages persistent messages then reach the queues by one
+// of these arrivals (--arrival, repeatable, run in order):
 //   published              the driver publishes them (confirms every --window) while the
 //                          consumer reads: the broker's channel paces the publisher.
 //   dead-lettered          the driver first puts them into --lanes TTL queues, each behind a
@@ -62,6 +63,7 @@ struct Settings {
     std::size_t pace_chunk = 1;     // with a pace: messages released together, each chunk later
     bool release_headers = false;   // hourglass's three release headers on every message
     bool release_route = false;     // dead-letter through hourglass's release route
+    std::string receiving_queue_type = "classic";  // of the consumers' queues: classic|quorum
     std::string label;              // copied into the JSON lines (the broker's version, say)
     double linger_s = 0;            // seconds to wait before exiting
 };
@@ -159,10 +161,33 @@ class Consumers {
         for (std::size_t q = 0; q < s.queues; ++q) {
             consumers_.push_back(std::make_unique<Consumer>(s.amqp_url, s.prefetch, tally_));
             auto& connection = consumers_.back()->connection();
-            queues_.push_back(connection.declare_queue(1, "", {}, /*exclusive=*/true));
+            if (s.receiving_queue_type == "quorum") {
+                // Quorum queues cannot be exclusive: a durable one named after the run's
+                // exchange, deleted when the run ends.
+                queues_.push_back(connection.declare_queue(
+                    1, exchange + ".q" + std::to_string(q),
+                    {{"x-queue-type", std::string("quorum")}}));
+                durable_ = true;
+            } else {
+                queues_.push_back(connection.declare_queue(1, "", {}, /*exclusive=*/true));
+            }
             connection.bind_queue(1, queues_.back(), exchange, routing_prefix(q) + "#");
         }
     }
+
+    ~Consumers() {
+        if (!durable_) return;
+        for (std::size_t q = 0; q < queues_.size(); ++q) {
+            try {
+                consumers_[q]->stop();
+                consumers_[q]->connection().delete_queue(1, queues_[q]);
+            } catch (const std::exception& e) {
+                std::cerr << "could not delete " << queues_[q] << ": " << e.what() << "\n";
+            }
+        }
+    }
+    Consumers(const Consumers&) = delete;
+    Consumers& operator=(const Consumers&) = delete;
 
     // The routing key of the messages for queue `q`, up to its last word.
     static std::string routing_prefix(std::size_t q) {
@@ -200,6 +225,7 @@ class Consumers {
     Tally tally_;  // before the consumers, which count into it until they stop
     std::vector<std::unique_ptr<Consumer>> consumers_;
     std::vector<std::string> queues_;
+    bool durable_ = false;  // the queues outlive their connections: delete them
     SteadyClock::time_point started_;
 };
 
@@ -350,6 +376,7 @@ nlohmann::json run_arrival(const Settings& s, const std::string& arrival, const 
             {"release_route", dead_lettered && s.release_route},
             {"label", s.label},
             {"prefetch", s.prefetch},
+            {"receiving_queue_type", s.receiving_queue_type},
             {"drain_s", drain},
             {"intake_s", intake},
             {"jobs_per_s_after_first", after_first}};
@@ -385,6 +412,9 @@ int main(int argc, char** argv) {
     app.add_flag("--release-route", s.release_route,
                  "dead-lettered: through hourglass's release route (a fanout exchange bound to "
                  "the consumer's exchange and to a direct one)");
+    app.add_option("--receiving-queue-type", s.receiving_queue_type,
+                   "type of the consumers' queues (quorum: durable, deleted after the run)")
+        ->check(CLI::IsMember({"classic", "quorum"}));
     app.add_option("--label", s.label, "a label for the JSON lines, such as the broker's version");
     app.add_option(
         "--linger", s.linger_s,

@@ -47,11 +47,13 @@ void Client::publish_all(const std::vector<Message>& messages) {
     wait_for_confirms();
 }
 
-std::string Client::subscribe(const std::string& exchange, const std::string& binding_key) {
-    const auto queue = connection_.declare_queue(2, "", {}, /*exclusive=*/true);
-    connection_.bind_queue(2, queue, exchange, binding_key);
-    connection_.consume(2, queue, /*no_ack=*/true);
-    return queue;
+std::string Client::subscribe(const std::string& exchange, const std::string& binding_key,
+                              const std::string& queue, const amqp::Arguments& arguments) {
+    const auto name = queue.empty() ? connection_.declare_queue(2, "", {}, /*exclusive=*/true)
+                                    : connection_.declare_queue(2, queue, arguments);
+    connection_.bind_queue(2, name, exchange, binding_key);
+    connection_.consume(2, name, /*no_ack=*/true);
+    return name;
 }
 
 std::string Client::receipt_queue() {

@@ -30,8 +30,10 @@ public:
     // Publishes many, waiting for the confirms once at the end.
     void publish_all(const std::vector<Message>& messages);
     // Declares an exclusive server-named queue bound to `exchange` with `binding_key` and
-    // consumes it; returns the queue name.
-    std::string subscribe(const std::string& exchange, const std::string& binding_key);
+    // consumes it; returns the queue name. With a `queue` name, a durable queue of that name
+    // with `arguments` instead (a quorum queue, say, which cannot be exclusive).
+    std::string subscribe(const std::string& exchange, const std::string& binding_key,
+                          const std::string& queue = "", const amqp::Arguments& arguments = {});
     // Declares an exclusive queue for receipts; returns its name.
     std::string receipt_queue();
     std::optional<Received> receive(std::chrono::milliseconds timeout);

@@ -226,8 +226,10 @@ std::optional<std::string> python_with_croniter() {
     return std::nullopt;
 }
 
+// From the source tree's absolute path, not __FILE__: a build through ccache compiles with paths
+// relative to the checkout (CMakeLists.txt), which __FILE__ would then be.
 std::string helper_script() {
-    return (std::filesystem::path{__FILE__}.parent_path() / "croniter_next.py").string();
+    return HOURGLASS_SOURCE_DIR "/tests/unit/cron/croniter_next.py";
 }
 
 // "1774699200.250": what croniter_next.py reads.

@@ -38,8 +38,7 @@ public:
                 " HOURGLASS_RABBIT_EPMD_PORT=" + std::to_string(free_local_port()) +
                 // Unused (no management plugin), but derived ports must stay below 65536.
                 " HOURGLASS_RABBIT_MGMT_PORT=" + std::to_string(free_local_port()) + " " +
-                HOURGLASS_SERVICES_SCRIPT + " start-rabbit '" + dir_ + "' >'" + dir_ +
-                "/start.log' 2>&1";
+                services_script() + " start-rabbit '" + dir_ + "' >'" + dir_ + "/start.log' 2>&1";
             started_ = std::system(command.c_str()) == 0;
             if (!started_) run("stop-rabbit");
         }
@@ -62,23 +61,23 @@ public:
         return {};
     }
     bool run(const std::string& action) const {
-        const auto command = std::string(HOURGLASS_SERVICES_SCRIPT) + " " + action + " '" + dir_ +
-                             "' >>'" + dir_ + "/actions.log' 2>&1";
+        const auto command =
+            services_script() + " " + action + " '" + dir_ + "' >>'" + dir_ + "/actions.log' 2>&1";
         return std::system(command.c_str()) == 0;
     }
     // Runs a command and returns its standard output.
     std::string output(const std::string& action) const {
         const auto out = dir_ + "/output.txt";
-        const auto command = std::string(HOURGLASS_SERVICES_SCRIPT) + " " + action + " >'" + out +
-                             "' 2>>'" + dir_ + "/actions.log'";
+        const auto command =
+            services_script() + " " + action + " >'" + out + "' 2>>'" + dir_ + "/actions.log'";
         std::system(command.c_str());
         std::ifstream in(out);
         return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
     }
     const std::string& dir() const { return dir_; }
     bool run(const std::string& action, int node) const {
-        const auto command = std::string(HOURGLASS_SERVICES_SCRIPT) + " " + action + " '" + dir_ +
-                             "' " + std::to_string(node) + " >>'" + dir_ + "/actions.log' 2>&1";
+        const auto command = services_script() + " " + action + " '" + dir_ + "' " +
+                             std::to_string(node) + " >>'" + dir_ + "/actions.log' 2>&1";
         return std::system(command.c_str()) == 0;
     }
 

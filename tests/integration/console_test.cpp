@@ -140,12 +140,12 @@ TEST_F(Console, the_page_in_a_browser_shows_everything_escapes_user_text_and_can
     }
     auto& process = start_hourglass({"--console-token", kToken});
     schedule_what_the_console_shows();
-    const std::string artifacts = HOURGLASS_BUILD_DIR "/artifacts";
+    const std::string artifacts = build_dir() + "/artifacts";
     std::filesystem::create_directories(artifacts);
     const auto flavour = std::getenv("HOURGLASS_SERVICES_FLAVOUR");
     const auto screenshot = artifacts + "/console-" + (flavour ? flavour : "debian12") + ".png";
     const auto result = run_shell(
-        "timeout 120 /usr/bin/python3 " HOURGLASS_SOURCE_DIR "/tests/integration/console_browser.py"
+        "timeout 120 /usr/bin/python3 " + source_dir() + "/tests/integration/console_browser.py" +
         " --url http://127.0.0.1:" + std::to_string(process.http_port()) + "/ --token '" + kToken +
         "' --job-id console-a --script-id \"" + kScriptId + "\" --cron-id console-cron"
         " --rejected-key console.bad.key --reason \"'soon'\" --prefix console.orders."

@@ -24,13 +24,13 @@ protected:
 TEST_F(Examples, python_pika_schedules_with_confirms_and_consumes_each_release_once) {
     start_hourglass();
     // Debian's interpreter, where python3-pika is installed (scripts/install-deps).
-    const auto result = run_shell(environment() + "timeout 60 /usr/bin/python3 " HOURGLASS_SOURCE_DIR
+    const auto result = run_shell(environment() + "timeout 60 /usr/bin/python3 " + source_dir() +
                               "/examples/python/schedule_and_consume.py");
     expect_every_job_released_once(result);
 }
 
 TEST_F(Examples, node_amqplib_schedules_with_confirms_and_consumes_each_release_once) {
-    const std::string dir = HOURGLASS_SOURCE_DIR "/examples/node";
+    const std::string dir = source_dir() + "/examples/node";
     {
         // npm ci fills one directory of the source tree, which the other column shares.
         const MachineLock npm("examples-node");

@@ -163,7 +163,7 @@ CliResult run_cli(const std::vector<std::string>& arguments, std::chrono::millis
     // Everything the child needs is prepared before fork: the test process has threads, so the
     // child may only make async-signal-safe calls.
     std::vector<std::string> copy = arguments;
-    std::string binary = HOURGLASS_BINARY;
+    std::string binary = hourglass_binary();
     std::vector<char*> argv = {binary.data()};
     for (auto& argument : copy) argv.push_back(argument.data());
     argv.push_back(nullptr);
@@ -305,7 +305,7 @@ std::string HourglassTest::services(const std::string& action, const std::string
         return {};
     }
     const auto output = dir + "/last-action.log";
-    const auto command = std::string(HOURGLASS_SERVICES_SCRIPT) + " " + action + " '" + dir +
+    const auto command = services_script() + " " + action + " '" + dir +
                          "' " + arguments + " >'" + output + "' 2>&1";
     const int status = std::system(command.c_str());
     std::ifstream log(output);

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "support/amqp_client.hpp"
+#include "support/build_paths.hpp"
 #include "hourglass/command.hpp"
 #include "hourglass/message.hpp"
 #include "hourglass/time.hpp"
@@ -30,7 +31,7 @@ public:
     // `http_port`: the port it was given with --http, for http_get (0: none).
     // Runs `binary` (default: the hourglass of this build) with `arguments`.
     HourglassProcess(std::vector<std::string> arguments, std::string log_path, int http_port = 0,
-                     std::string binary = HOURGLASS_BINARY);
+                     std::string binary = hourglass_binary());
     ~HourglassProcess();
     HourglassProcess(const HourglassProcess&) = delete;
     HourglassProcess& operator=(const HourglassProcess&) = delete;
@@ -110,7 +111,7 @@ protected:
     // Starts `hourglass run` with this test's prefix and schema, HTTP on a free port (unless
     // `extra` has --http), plus `extra` flags.
     HourglassProcess& start_hourglass(std::vector<std::string> extra = {},
-                                      std::string binary = HOURGLASS_BINARY);
+                                      std::string binary = hourglass_binary());
     // Waits until the process logged that it runs.
     void wait_until_ready(HourglassProcess& process);
     // Runs `scripts/services ACTION DIR ARGUMENTS` on the test's private services

@@ -132,7 +132,7 @@ TEST_F(Operations, readyz_turns_unready_while_the_broker_is_stopped_and_ready_wh
         bool stopped = false;
         ~RestartBroker() {
             if (!stopped) return;
-            const auto command = std::string(HOURGLASS_SERVICES_SCRIPT) + " start-rabbit '" +
+            const auto command = services_script() + " start-rabbit '" +
                                  env_or_skip("HOURGLASS_SERVICES_DIR") + "' >/dev/null 2>&1";
             if (std::system(command.c_str()) != 0) ADD_FAILURE() << "could not restart RabbitMQ";
         }

@@ -34,7 +34,7 @@ TEST_F(Package, deb_installs_verifies_runs_a_job_and_purges_cleanly) {
     // Build the package from this build directory.
     const auto out = fs::temp_directory_path() / ("hourglass-deb-" + prefix_);
     fs::create_directories(out);
-    const auto cpack = run_shell("cd '" HOURGLASS_BUILD_DIR "' && cpack -G DEB -B '" + out.string() + "'");
+    const auto cpack = run_shell("cd '" + build_dir() + "' && cpack -G DEB -B '" + out.string() + "'");
     ASSERT_EQ(cpack.exit_code, 0) << cpack.output;
     std::string deb;
     for (const auto& entry : fs::directory_iterator(out)) {

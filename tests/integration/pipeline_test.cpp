@@ -337,7 +337,7 @@ TEST_F(Pipeline, sigterm_exits_zero_promptly) {
 
 TEST_F(Pipeline, migrations_run_twice_are_a_no_op) {
     const auto migrate = [&] {
-        const auto result = run_shell(std::string(HOURGLASS_BINARY) + " migrate --pg-url '" +
+        const auto result = run_shell(hourglass_binary() + " migrate --pg-url '" +
                                       pg_url_ + "' --schema " + schema_);
         EXPECT_EQ(result.exit_code, 0) << result.output;
         return result.output;
@@ -355,7 +355,7 @@ TEST_F(Pipeline, migrations_run_twice_are_a_no_op) {
 // INDEX CONCURRENTLY; the migration then skips them.
 TEST_F(Pipeline, migration_008_accepts_its_indexes_built_beforehand_concurrently) {
     const auto migrate = [&] {
-        const auto result = run_shell(std::string(HOURGLASS_BINARY) + " migrate --pg-url '" +
+        const auto result = run_shell(hourglass_binary() + " migrate --pg-url '" +
                                       pg_url_ + "' --schema " + schema_);
         EXPECT_EQ(result.exit_code, 0) << result.output;
         return result.output;

@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "cron_test_support.hpp"
+#include "support/build_paths.hpp"
 
 namespace hourglass::cron {
 namespace {
@@ -229,7 +230,7 @@ std::optional<std::string> python_with_croniter() {
 // From the source tree's absolute path, not __FILE__: a build through ccache compiles with paths
 // relative to the checkout (CMakeLists.txt), which __FILE__ would then be.
 std::string helper_script() {
-    return HOURGLASS_SOURCE_DIR "/tests/unit/cron/croniter_next.py";
+    return hourglass::testing::source_dir() + "/tests/unit/cron/croniter_next.py";
 }
 
 // "1774699200.250": what croniter_next.py reads.

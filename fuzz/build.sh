@@ -41,9 +41,23 @@ libraries_for() {
 if [ "$#" -eq 0 ]; then
     set -- $(for f in fuzz/*_fuzz.cpp; do basename "$f" _fuzz.cpp; done)
 fi
+# One object per source file, shared by the targets (the flags are the same), compiled through
+# ccache when it is installed, with paths hashed relative to the checkout as in the CMake build:
+# a fresh clone, such as each CI run, then reuses an earlier checkout's objects.
+LAUNCHER=""
+if command -v ccache >/dev/null 2>&1; then
+    LAUNCHER="env CCACHE_BASEDIR=$PWD CCACHE_NOHASHDIR=true ccache"
+fi
+mkdir -p build-fuzz/obj
 for name in "$@"; do
     echo "building build-fuzz/${name}_fuzz"
-    # shellcheck disable=SC2046,SC2086
-    "$CXX" $FLAGS "fuzz/${name}_fuzz.cpp" $(sources_for "$name") $(libraries_for "$name") \
-        -o "build-fuzz/${name}_fuzz"
+    objects=""
+    for source in "fuzz/${name}_fuzz.cpp" $(sources_for "$name"); do
+        object="build-fuzz/obj/$(echo "$source" | tr / _).o"
+        # shellcheck disable=SC2086,SC2090
+        $LAUNCHER "$CXX" $FLAGS -c "$source" -o "$object"
+        objects="$objects $object"
+    done
+    # shellcheck disable=SC2046,SC2086,SC2090
+    "$CXX" $FLAGS $objects $(libraries_for "$name") -o "build-fuzz/${name}_fuzz"
 done

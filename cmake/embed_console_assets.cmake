@@ -1,5 +1,5 @@
 # Writes a C++ source that embeds the console's page (src/console/assets/), served at /, so
-# the binary needs no files beside it and no network (SPEC §10).
+# the binary needs no files beside it and no network (reference §9).
 function(hourglass_embed_console_assets out_file)
   # file, path served, media type (every file is UTF-8)
   set(assets index.html / text/html

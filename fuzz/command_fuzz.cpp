@@ -1,4 +1,4 @@
-// libFuzzer target: every command a client can publish to hourglass.in (SPEC §3.3). Each input
+// libFuzzer target: every command a client can publish to hourglass.in (reference §4). Each input
 // gives exactly one defined outcome, never a crash or an exception; receipts are valid JSON;
 // accepted schedules carry no control header and a persistent delivery mode.
 #include <cstdlib>

@@ -1,4 +1,4 @@
--- hourglass.jobs: one row per job (SPEC §7). Applied with search_path set to the
+-- hourglass.jobs: one row per job (reference §8). Applied with search_path set to the
 -- hourglass schema (`--schema`), so names are unqualified.
 
 CREATE TABLE jobs (
@@ -23,7 +23,7 @@ CREATE TABLE jobs (
     created_at    timestamptz NOT NULL DEFAULT now(),
     updated_at    timestamptz NOT NULL DEFAULT now(),
     enqueued_at   timestamptz,
-    -- Last observed release, its run number, and its lateness (SPEC §7).
+    -- Last observed release, its run number, and its lateness (reference §8).
     released_at   timestamptz,
     released_run  integer,
     lateness_ms   double precision,
@@ -33,7 +33,7 @@ CREATE TABLE jobs (
     lease_until   timestamptz
 );
 
-COMMENT ON TABLE jobs IS 'hourglass jobs, one row per job id (see SPEC §7)';
+COMMENT ON TABLE jobs IS 'hourglass jobs, one row per job id (docs/reference.md §8)';
 
 -- The loader's claim: the earliest unclaimed pending jobs. Partial, so its size follows the
 -- pending jobs that are not yet claimed, and the claim reads only the rows it takes.

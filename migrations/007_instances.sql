@@ -1,4 +1,4 @@
--- Live leases (SPEC §5): every running instance registers here and beats about once a second.
+-- Live leases (reference §6): every running instance registers here and beats about once a second.
 -- A claim belongs to its owner while the owner beats: it never expires under a live instance,
 -- however long the publish takes. An instance that has not beaten for 3 s is dead: the first
 -- live instance to notice deletes its row and gives its claims back, so another instance takes

@@ -1,6 +1,6 @@
 -- The console (web page at / and /api/): what its views need that the schema lacked.
 
--- Recent rejections (SPEC §3.3), newest first by id. Every value is stored escaped (printable
+-- Recent rejections (reference §4), newest first by id. Every value is stored escaped (printable
 -- ASCII, as in the logs) and cut short, since a rejected command may hold any bytes. Bounded:
 -- the pruner deletes rows older than --retention and keeps at most the newest 100,000.
 CREATE TABLE rejections (

@@ -1,6 +1,6 @@
 /* scripts/global-qos-probe.c — used by scripts/test's deprecated-feature self-check.
  *
- * Connects to an AMQP URL and asks for a *global* basic.qos (a deprecated feature, SPEC §9
+ * Connects to an AMQP URL and asks for a *global* basic.qos (a deprecated feature, reference §10
  * says hourglass never uses it), then a consumer QoS, and closes. RabbitMQ 4.3 answers qos-ok
  * either way and only logs the deprecated use, so scripts/test checks that the broker log shows
  * it: proof that its log check would catch hourglass doing the same.

@@ -1,8 +1,8 @@
-// Commands clients publish to `hourglass.in` (SPEC §3) and their outcomes.
+// Commands clients publish to `hourglass.in` (reference §3) and their outcomes.
 //
 // parse_command turns one received message into exactly one of: a schedule, a cancel or a
 // rejection with a reason naming the header and value at fault. It is pure (no I/O, never
-// throws on user input) so every rule of SPEC §3 is unit-tested without a broker.
+// throws on user input) so every rule of reference §3 is unit-tested without a broker.
 #pragma once
 
 #include <functional>
@@ -27,7 +27,7 @@ inline constexpr std::string_view kReplace = "x-replace";
 inline constexpr std::string_view kCancel = "x-cancel";
 inline constexpr std::string_view kReplyTo = "x-reply-to";
 inline constexpr std::string_view kExchange = "x-hourglass-exchange";
-// Set by hourglass on release (SPEC §6) and on rejection (SPEC §3.3).
+// Set by hourglass on release (reference §7) and on rejection (reference §4).
 inline constexpr std::string_view kId = "x-hourglass-id";
 inline constexpr std::string_view kDue = "x-hourglass-due";
 inline constexpr std::string_view kRun = "x-hourglass-run";
@@ -39,7 +39,7 @@ inline constexpr std::string_view kError = "x-hourglass-error";
 enum class CommandStatus { scheduled, duplicate, replaced, cancelled, too_late, not_found, rejected };
 std::string_view to_string(CommandStatus status) noexcept;
 
-// A recurring schedule (SPEC §4); evaluated by src/cron/.
+// A recurring schedule (reference §5); evaluated by src/cron/.
 struct CronSpec {
     std::string expression;
     std::string zone = "UTC";
@@ -53,7 +53,8 @@ struct ScheduleCommand {
     std::string routing_key;
     std::string exchange;  // target exchange; empty means the output exchange (hourglass.out)
     std::string body;
-    BasicProperties properties;  // as released: control headers removed, SPEC §3.1 moves applied
+    // As released: control headers removed, the moves of reference §3.1 applied.
+    BasicProperties properties;
     TimePoint due_at;
     TimePoint accepted_at;
     bool replace = false;
@@ -85,7 +86,7 @@ struct CommandLimits {
     std::size_t max_header_depth = 16;   // nesting of tables and arrays in the headers
     // The largest encoded properties a job may be stored with, so that its release (which adds
     // at most kReleaseHeaderReserve bytes of x-hourglass-* headers) fits the connection's
-    // frame_max (SPEC §3.3). Set by ingest from the negotiated frame_max.
+    // frame_max (reference §4). Set by ingest from the negotiated frame_max.
     std::size_t max_properties_bytes = 131072 - 4096;
     // Exchanges other than the output exchange a job may target (x-hourglass-exchange): called
     // with names of at most kMaxNameBytes only, and must run in bounded time and stack (an
@@ -118,7 +119,7 @@ struct CommandOutcome {
     std::string error;
 };
 
-// The JSON receipt of SPEC §3.3.
+// The JSON receipt of reference §4.
 std::string receipt_json(const std::string& id, const CommandOutcome& outcome);
 
 // A random (version 4) UUID in its canonical text form.

@@ -1,4 +1,4 @@
-// Cron expressions (SPEC §4): parsing, and the instants at which an expression fires in an
+// Cron expressions (reference §5): parsing, and the instants at which an expression fires in an
 // IANA time zone.
 //
 // parse() turns user text into a CronExpression, or a ParseError whose message names the field
@@ -9,9 +9,9 @@
 // names and macros are case-insensitive, ranges must not wrap.
 //
 // next_occurrence() returns the first run strictly after an instant. Runs are at whole seconds
-// of local time in the given zone, with the Vixie rule for day-of-month/day-of-week and SPEC
-// §4's DST rule: matching local times inside a spring-forward gap give one run, at the first
-// instant after the gap; in a repeated (fall-back) hour an expression whose hour field starts
+// of local time in the given zone, with the Vixie rule for day-of-month/day-of-week and the
+// DST rule of reference §5: matching local times inside a spring-forward gap give one run, at the
+// first instant after the gap; in a repeated (fall-back) hour an expression whose hour field starts
 // with `*` runs in both passes, any other only in the first. The search is bounded (it never
 // looks more than 50 years ahead; any expression that can_ever_fire() fires within 40), and
 // it is safe to call from several threads.
@@ -84,7 +84,7 @@ inline constexpr std::size_t max_expression_length = 256;
 std::variant<CronExpression, ParseError> parse(std::string_view text);
 
 // False when no calendar date can ever match (`0 0 30 2 *`, `0 0 31 4,6 *`); schedules with
-// such expressions are rejected (SPEC §3.1).
+// such expressions are rejected (reference §3.1).
 bool can_ever_fire(const CronExpression& expression) noexcept;
 
 // The first run strictly after `after`, or nothing if there is none within 50 years, none
@@ -94,7 +94,7 @@ std::optional<TimePoint> next_occurrence(const CronExpression& expression,
                                          const date::time_zone& zone, TimePoint after);
 
 // Whether some run r satisfies after < r <= until: false means the schedule would never fire
-// before its `x-cron-until` (SPEC §3.1).
+// before its `x-cron-until` (reference §3.1).
 bool fires_between(const CronExpression& expression, const date::time_zone& zone, TimePoint after,
                    TimePoint until);
 

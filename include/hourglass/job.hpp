@@ -1,4 +1,4 @@
-// A job as the loader and audit see it (SPEC §5): one run of a job, handed to the delay
+// A job as the loader and audit see it (reference §6): one run of a job, handed to the delay
 // topology, and the release observed afterwards.
 #pragma once
 
@@ -51,7 +51,7 @@ struct ObservedRelease {
     std::chrono::sys_time<std::chrono::microseconds> released_at;
 };
 
-// The hourglass.stats view (SPEC §7).
+// The hourglass.stats view (reference §8).
 struct Stats {
     std::int64_t pending = 0;
     std::int64_t enqueued = 0;

@@ -1,7 +1,7 @@
 // An AMQP 0-9-1 message as hourglass sees it, free of any rabbitmq-c type.
 //
 // Field values keep their exact AMQP type, so a header published as a signed
-// 16-bit integer is released as a signed 16-bit integer (SPEC §3.1: properties
+// 16-bit integer is released as a signed 16-bit integer (reference §3.1: properties
 // are released unchanged). src/amqp/ converts to and from rabbitmq-c.
 #pragma once
 
@@ -92,7 +92,7 @@ bool remove_header(BasicProperties& properties, std::string_view name);
 
 // Bytes the properties take in an AMQP 0-9-1 content header frame (flags and fields, without
 // the frame's own 22 bytes). A content header must fit in one frame (frame_max), so this is
-// what decides whether a message can be published at all (SPEC §3.3).
+// what decides whether a message can be published at all (reference §4).
 std::size_t encoded_size(const BasicProperties& properties);
 // Bytes one header entry (name and value) adds to the header table.
 std::size_t encoded_header_size(const std::string& name, const FieldValue& value);

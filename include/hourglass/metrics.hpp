@@ -1,4 +1,4 @@
-// Metrics (SPEC §8: /metrics in the Prometheus text format).
+// Metrics (reference §9: /metrics in the Prometheus text format).
 //
 // Counter, Gauge and Histogram are updated with atomics only, so the pipeline's threads never
 // take a lock to count. A Registry owns them and renders all of them in the Prometheus text

@@ -1,7 +1,7 @@
 // Time values used across hourglass: UTC instants with millisecond precision.
 //
 // Parsing returns a value or nothing and never throws on user input; the
-// caller decides how to report the error (SPEC §3.3).
+// caller decides how to report the error (reference §4).
 #pragma once
 
 #include <chrono>
@@ -19,7 +19,7 @@ using TimePoint = std::chrono::sys_time<Milliseconds>;
 
 // The current instant, truncated to milliseconds, on the process's one clock: the host's
 // clock corrected by the offset to PostgreSQL's clock last measured (set_clock_offset), so that
-// instances on hosts whose clocks differ agree on when a job is due (SPEC §5).
+// instances on hosts whose clocks differ agree on when a job is due (reference §6).
 TimePoint now_ms() noexcept;
 // The same instant to the microsecond.
 std::chrono::sys_time<std::chrono::microseconds> now_us() noexcept;
@@ -32,7 +32,7 @@ std::chrono::microseconds clock_offset() noexcept;
 // between date and time. Returns nothing for anything else, including out-of-range fields.
 std::optional<TimePoint> parse_rfc3339(std::string_view text) noexcept;
 
-// Formats as UTC with exactly three fraction digits: `2026-11-22T09:30:00.250Z` (SPEC §6).
+// Formats as UTC with exactly three fraction digits: `2026-11-22T09:30:00.250Z` (reference §7).
 std::string format_rfc3339_ms(TimePoint instant);
 
 // Milliseconds since the Unix epoch, and back.

@@ -116,7 +116,7 @@ public:
                                                      const std::string& queue);
     std::optional<std::uint32_t> purge_queue(std::uint16_t channel, const std::string& queue);
 
-    // Per-consumer prefetch (never `global`, SPEC §9).
+    // Per-consumer prefetch (never `global`, reference §10).
     void set_prefetch(std::uint16_t channel, std::uint16_t count);
     void enable_confirms(std::uint16_t channel);
     std::string consume(std::uint16_t channel, const std::string& queue, bool no_ack = false,
@@ -151,7 +151,7 @@ private:
     metrics::ScopedGaugeIncrement counted_open_;  // set once logged in
 };
 
-// The URL (or each URL of a list) with its password replaced by "***", for logs (SPEC §8:
+// The URL (or each URL of a list) with its password replaced by "***", for logs (reference §9:
 // secrets are never logged).
 std::string mask_url_password(const std::string& url);
 // The URLs of a white-space separated list of amqp:// or amqps:// URLs; anything else is one

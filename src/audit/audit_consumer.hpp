@@ -1,4 +1,4 @@
-// The audit (SPEC §5.4): consumes the copy of every release from the audit queue, which the
+// The audit (reference §6.4): consumes the copy of every release from the audit queue, which the
 // delay queues dead-letter into next to the output exchange, and records `released_at`,
 // `lateness_ms` and state `done` in batches. A batch is acked only after its update commits.
 #pragma once
@@ -76,7 +76,7 @@ bool released_while_the_broker_went_down(std::optional<TimePoint> dead_lettered,
 struct AuditSeams {
     std::function<std::unique_ptr<store::ReleaseStore>(const store::StoreOptions&)> open_store;
     std::function<std::unique_ptr<ReleaseFeed>(const AuditOptions&)> open_feed;
-    // Release times and outage times are read on it (corrected to PostgreSQL's, SPEC §5).
+    // Release times and outage times are read on it (corrected to PostgreSQL's, reference §6).
     std::function<std::chrono::sys_time<std::chrono::microseconds>()> now;
 };
 

@@ -89,7 +89,7 @@ int send_command(const amqp::ConnectionOptions& amqp, Message command, Milliseco
     options.connection_name = "hourglass cli";
     amqp::Connection connection(options);
     connection.open_channel(kReplyChannel);
-    // Exclusive and server-named: private to this process and gone when it exits (SPEC §9).
+    // Exclusive and server-named: private to this process and gone when it exits (reference §10).
     const auto reply_queue = connection.declare_queue(kReplyChannel, "", {}, /*exclusive=*/true);
     connection.consume(kReplyChannel, reply_queue, /*no_ack=*/true);
     connection.open_channel(kPublishChannel);

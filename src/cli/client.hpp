@@ -1,6 +1,6 @@
-// `hourglass schedule` and `hourglass cancel` (SPEC §8): client conveniences that publish one
+// `hourglass schedule` and `hourglass cancel` (reference §9): client conveniences that publish one
 // command to <prefix>.in, as any AMQP client would, with a private reply queue (x-reply-to) and a
-// correlation id; wait for the receipt (SPEC §3.3), print it on stdout and turn its status into
+// correlation id; wait for the receipt (reference §4), print it on stdout and turn its status into
 // the exit code. Input is passed on as written wherever hourglass itself validates it, so the
 // receipt carries hourglass's own reason for a rejection.
 #pragma once

@@ -28,7 +28,7 @@ namespace {
 // construct it before any), and turns the first one into a stop request. If the service has not
 // stopped `deadline` after the signal (a broker that blocks publishers, a database that hangs),
 // the process exits anyway: what is unfinished is unacked or leased, so redelivery and lease
-// takeover finish it and nothing is lost (SPEC §8). The destructor, also when start-up fails
+// takeover finish it and nothing is lost (reference §9). The destructor, also when start-up fails
 // with an exception, ends the thread waiting for the signal.
 class StopOnSignal {
 public:
@@ -225,7 +225,7 @@ int run_service(const ServiceOptions& options) {
         service_metrics->set_migrations_current(true);
     }
     {
-        // One clock (SPEC §5): due times are compared on PostgreSQL's clock.
+        // One clock (reference §6): due times are compared on PostgreSQL's clock.
         store::JobStore store(options.store());
         const auto offset = store.measure_clock_offset();
         const auto offset_ms = std::chrono::duration_cast<Milliseconds>(offset).count();

@@ -42,13 +42,13 @@ struct ServiceOptions {
     bool no_audit = false;
     std::string realtime_publisher = "auto";  // or "off"
     // RE2 regular expression an x-hourglass-exchange target must match as a whole;
-    // empty: no exchange other than <prefix>.out is allowed (SPEC §3.1).
+    // empty: no exchange other than <prefix>.out is allowed (reference §3.1).
     std::string allow_exchange;
     std::string log_level = "info";
     std::string log_format = "text";
     std::string http = "127.0.0.1:9464";  // "" or "off": no HTTP endpoint
     std::string config;                   // config file, applied by main
-    // Operator token for cancel on the console (SPEC §10); empty: the console is read-only.
+    // Operator token for cancel on the console (reference §9); empty: the console is read-only.
     std::string console_token;
 
     ingest::IngestOptions ingest() const;
@@ -59,7 +59,7 @@ struct ServiceOptions {
     store::StoreOptions store() const;
     delay::TopologyOptions topology() const;
     // Throws std::invalid_argument naming the first duration setting without a unit or out of
-    // its bounds (SPEC §8), so that it is one usage error before anything starts.
+    // its bounds (reference §9), so that it is one usage error before anything starts.
     void validate_durations() const;
     // Retention of ended jobs; nothing when --retention is off.
     std::optional<retention::RetentionOptions> retention_options() const;
@@ -76,12 +76,12 @@ struct ServiceOptions {
 // naming the expression and what is wrong with it.
 std::function<bool(std::string_view)> compile_allow_exchange(const std::string& expression);
 
-// "250ms", "60s", "5m", "2h", "7d". A bare number is refused (SPEC §8: it once meant
+// "250ms", "60s", "5m", "2h", "7d". A bare number is refused (reference §9: it once meant
 // milliseconds, silently). Throws std::invalid_argument with a message naming the value and
 // showing the accepted forms.
 Milliseconds parse_duration(const std::string& text);
 
-// A duration option and the values that make sense for it (SPEC §8).
+// A duration option and the values that make sense for it (reference §9).
 struct DurationOption {
     std::string_view flag;
     Milliseconds min;

@@ -1,5 +1,5 @@
-// Logging (SPEC §8: secrets are never logged). spdlog's default logger writes one line per event
-// to stderr, as text or as JSON lines ({"time", "level", "message"}), and every message first
+// Logging (reference §9: secrets are never logged). spdlog's default logger writes one line per
+// event to stderr, as text or as JSON lines ({"time", "level", "message"}), and every message first
 // has the configured secrets (the passwords of the connection strings) replaced by "***".
 #pragma once
 

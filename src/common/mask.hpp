@@ -1,5 +1,5 @@
 // Hides passwords in connection strings before they reach a log, an error message or
-// /metrics (SPEC §8: secrets are never logged). Handles URIs (scheme://user:password@host,
+// /metrics (reference §9: secrets are never logged). Handles URIs (scheme://user:password@host,
 // also with unencoded '/' or '@' in the password, or a mistyped scheme such as "scheme:/" or
 // none at all) and libpq keyword strings (password=secret, password='a \' b', ?password=secret
 // in a URI query).

@@ -1,5 +1,5 @@
 // Runs a component's connect-and-work loop forever, reconnecting with exponential backoff
-// (SPEC §8: survives restarts of RabbitMQ and PostgreSQL). The body returns normally only when
+// (reference §9: survives restarts of RabbitMQ and PostgreSQL). The body returns normally only when
 // the component is asked to stop; an exception means a lost connection: log, wait, start again.
 #pragma once
 

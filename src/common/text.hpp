@@ -1,4 +1,4 @@
-// Renders user bytes for error texts and log lines (SPEC §3.3): printable ASCII as it is,
+// Renders user bytes for error texts and log lines (reference §4): printable ASCII as it is,
 // everything else (control characters, quotes, backslashes, non-ASCII bytes) as \xNN, and at
 // most `max_bytes` of the value, so that no value can forge a log line or grow an error text
 // beyond a bound.
@@ -10,7 +10,7 @@
 
 namespace hourglass {
 
-// The most bytes of one user value an error text quotes (SPEC §3.3).
+// The most bytes of one user value an error text quotes (reference §4).
 inline constexpr std::size_t kMaxQuotedBytes = 200;
 
 // 'value' in single quotes, escaped, cut after `max_bytes` bytes of the value with "...".

@@ -1,4 +1,4 @@
-// The console (SPEC §10): the page at / and its JSON under /api/, added to the HTTP endpoint.
+// The console (reference §9): the page at / and its JSON under /api/, added to the HTTP endpoint.
 //
 //   GET  /                      the page (index.html, app.js, style.css, embedded)
 //   GET  /api/summary           counts and lateness of the stats view (as last read by the

@@ -1,4 +1,4 @@
-// The console's reads of PostgreSQL (SPEC §10), over one connection of its own. Every query
+// The console's reads of PostgreSQL (reference §9), over one connection of its own. Every query
 // is served by an index and bounded by a LIMIT, so that each stays fast at 10 M jobs
 // (measured by scripts/bench prune); a statement timeout guards the rest. Cancel goes through
 // JobStore::apply, the path of a cancel command.
@@ -41,7 +41,7 @@ public:
     std::optional<nlohmann::json> job(const std::string& id);
     // Jobs whose routing key starts with `prefix` (valid UTF-8), in byte order.
     nlohmann::json search_routing_key(const std::string& prefix);
-    // Cancels a job as a cancel command would (SPEC §3.2).
+    // Cancels a job as a cancel command would (reference §3.2).
     CommandOutcome cancel(const std::string& id);
 
 private:

@@ -1,4 +1,4 @@
-// The console's views (SPEC §10) as pure functions from rows to JSON, so that what the page
+// The console's views (reference §9) as pure functions from rows to JSON, so that what the page
 // and /api/ show is unit-tested without a database: the lateness histogram and percentiles,
 // the upcoming-load buckets (with what a capped count still says), a job's row, the bounds of
 // a routing-key prefix search, and the operator token check.

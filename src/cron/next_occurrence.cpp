@@ -1,4 +1,4 @@
-// When a cron expression fires (SPEC §4).
+// When a cron expression fires (reference §5).
 //
 // The search walks the zone's periods of constant UTC offset (date::sys_info) in time order.
 // Inside one period local time is UTC shifted by a constant, so the first run in it is the first

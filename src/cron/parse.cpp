@@ -1,4 +1,4 @@
-// Cron expression parser (SPEC §4). Every problem with the user's text becomes a ParseError
+// Cron expression parser (reference §5). Every problem with the user's text becomes a ParseError
 // whose message names the field and the offending token; nothing here throws on bad input.
 #include <array>
 #include <charconv>

@@ -1,4 +1,4 @@
-// Recurring jobs (SPEC §3.1, §4): the glue between a job's CronSpec and the cron engine.
+// Recurring jobs (reference §3.1, §5): the glue between a job's CronSpec and the cron engine.
 // first_run validates a schedule command (expression, zone, until, limit) and gives its first
 // due time; next_run gives the due time that follows a run handed over to the delay topology,
 // coalescing runs missed while no hourglass was running.
@@ -23,7 +23,7 @@ struct NextRun {
 
 // After run number `run`, due at `due`, was handed over at `now`: the next run. Runs that fell
 // between `due` and `now` (service down, or a backlog) are coalesced into the run just handed
-// over, so the schedule continues from now (SPEC §4).
+// over, so the schedule continues from now (reference §5).
 NextRun next_run(const CronSpec& spec, int run, TimePoint due, TimePoint now);
 
 // next_run for a claimed run, as the loader calls it (empty for one-shot jobs); logs coalesced

@@ -1,4 +1,4 @@
-// Time zone lookup for `x-cron-tz` (SPEC §3.1): a name from the system tz database, or nothing.
+// Time zone lookup for `x-cron-tz` (reference §3.1): a name from the system tz database, or none.
 #include <date/tz.h>
 
 #include <chrono>

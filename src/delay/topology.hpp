@@ -1,4 +1,4 @@
-// The broker topology of SPEC §2 and the delay queues of SPEC §5.3.
+// The broker topology of reference §2 and the delay queues of reference §6.3.
 //
 // Delay design: a fixed ladder of TTL queues, ttl = 0, step, 2*step, ..., >= horizon (at most
 // 64 queues whatever the load). Each delay queue has its own fanout exchange, so a job is
@@ -35,7 +35,7 @@
 // several, the broker releases it on all its cores. Lane 0 keeps the name of a ladder without
 // lanes, so a deployment that adds lanes keeps its queues.
 //
-// Runs with a target exchange (x-hourglass-exchange, SPEC §3.1) take a second ladder with the
+// Runs with a target exchange (x-hourglass-exchange, reference §3.1) take a second ladder with the
 // same TTLs (one lane: the forwarder consumes them through one queue anyway), which
 // dead-letters into the forward fanout exchange and its queue instead; the forwarder
 // (src/forward/) publishes each to its target. The number of queues stays fixed whatever the
@@ -119,7 +119,7 @@ struct TopologyOptions {
 };
 
 // Declares everything idempotently on an open channel. Every queue gets an explicit
-// x-queue-type (SPEC §9).
+// x-queue-type (reference §10).
 void declare_topology(amqp::Connection& connection, std::uint16_t channel,
                       const TopologyOptions& options, const DelayLadder& ladder);
 

@@ -1,4 +1,4 @@
-// The forwarder (SPEC §3.1 `x-hourglass-exchange`): releases runs to their target exchange.
+// The forwarder (reference §3.1 `x-hourglass-exchange`): releases runs to their target exchange.
 //
 // Runs with a target wait in their own TTL ladder (src/delay/topology.hpp), which dead-letters
 // them at their due time into the forward queue, still carrying the target in the header
@@ -10,7 +10,7 @@
 // is gone, or internal) is published to <prefix>.unroutable instead. A copy of the headers goes
 // to the audit queue, so targeted jobs end `done` with their lateness like the others. The
 // forward delivery is acked only once every publish it caused is confirmed: nothing is dropped,
-// and a crash in between releases the run again (at least once, SPEC §5).
+// and a crash in between releases the run again (at least once, reference §6).
 #pragma once
 
 #include <optional>

@@ -1,4 +1,4 @@
-// The operations endpoint (SPEC §8), served by cpp-httplib in its own threads:
+// The operations endpoint (reference §9), served by cpp-httplib in its own threads:
 //   GET /metrics  the Prometheus text exposition format
 //   GET /healthz  200 "ok" while the process serves HTTP at all
 //   GET /readyz   200 "ready", or 503 with a short plain-text reason

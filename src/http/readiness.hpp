@@ -1,4 +1,4 @@
-// GET /readyz (SPEC §8): the service is ready when the migrations it knows are applied, the
+// GET /readyz (reference §9): the service is ready when the migrations it knows are applied, the
 // broker topology is declared, and every running component (ingest, loader, and audit unless
 // --no-audit) holds open connections to both RabbitMQ and PostgreSQL. All of it is read from
 // the metrics, so /readyz and /metrics never disagree.

@@ -23,7 +23,7 @@ public:
     virtual std::uint64_t publish(const Message& message) = 0;
     // Acks every command delivered up to `delivery_tag`.
     virtual void ack_through(std::uint64_t delivery_tag) = 0;
-    // The largest frame the broker accepts (what ingest publishes must fit one, SPEC §3.3).
+    // The largest frame the broker accepts (what ingest publishes must fit one, reference §4).
     virtual std::size_t frame_max() const = 0;
 };
 

@@ -249,7 +249,7 @@ void check_name(std::string_view what, const std::string& name) {
     }
 }
 
-// The properties the job will be released with (SPEC §3.1).
+// The properties the job will be released with (reference §3.1).
 BasicProperties release_properties(BasicProperties properties, const std::string& id) {
     for (const auto name : {header::kDelay, header::kScheduleAt, header::kCron, header::kCronTz,
                             header::kCronUntil, header::kCronLimit, header::kReplace,
@@ -257,7 +257,7 @@ BasicProperties release_properties(BasicProperties properties, const std::string
         remove_header(properties, name);
     }
     // x-hourglass-* headers are hourglass's own: a command cannot forge an id, a run, a due
-    // time, a target or an error (SPEC §3.3).
+    // time, a target or an error (reference §4).
     if (properties.headers) {
         std::erase_if(*properties.headers,
                       [](const auto& entry) { return entry.first.starts_with(kOwnHeaderPrefix); });

@@ -15,7 +15,7 @@
 namespace hourglass::ingest {
 
 namespace {
-// A database error names the value it refused; keep the reason short (SPEC §3.3).
+// A database error names the value it refused; keep the reason short (reference §4).
 constexpr std::size_t kMaxDatabaseReasonBytes = 300;
 
 struct Received {
@@ -56,7 +56,7 @@ public:
           limits_(options.limits),
           store_(seams.open_store(options.store)),
           channel_(seams.open_channel(options)) {
-        // What hourglass publishes must fit the frame_max the broker agreed to (SPEC §3.3).
+        // What hourglass publishes must fit the frame_max the broker agreed to (reference §4).
         max_properties_bytes_ = channel_->frame_max() - kContentHeaderOverhead;
         limits_.max_properties_bytes = std::min(
             limits_.max_properties_bytes, max_properties_bytes_ - kReleaseHeaderReserve);
@@ -238,7 +238,7 @@ Message rejected_message(const Message& command, const std::string& exchange,
     rejected.body = command.body;
     rejected.properties = command.properties;
     // RabbitMQ checks user_id against the publishing connection, which is hourglass's: keep the
-    // value as a header, as on release (SPEC §3.1).
+    // value as a header, as on release (reference §3.1).
     if (rejected.properties.user_id) {
         set_header(rejected.properties, std::string(header::kUserId), *rejected.properties.user_id);
         rejected.properties.user_id.reset();

@@ -1,4 +1,4 @@
-// Ingest (SPEC §3): consumes commands from hourglass.in with manual acks and a prefetch
+// Ingest (reference §3): consumes commands from hourglass.in with manual acks and a prefetch
 // window, validates them, applies a batch in one PostgreSQL transaction, publishes
 // rejections and receipts with publisher confirms, and only then acks the batch.
 // Nothing is acked before its effect is committed; a failure drops the connection so the
@@ -57,7 +57,7 @@ void run_ingest(const IngestOptions& options, const WakeLoader& wake_loader, std
 // The message published to hourglass.rejected for a rejected command: the command unchanged
 // plus the x-hourglass-error header. If its properties would take more than
 // `max_properties_bytes` (the frame would exceed frame_max), the largest headers are dropped
-// from the copy and named in x-hourglass-error (SPEC §3.3).
+// from the copy and named in x-hourglass-error (reference §4).
 Message rejected_message(const Message& command, const std::string& exchange,
                          const std::string& error, std::size_t max_properties_bytes);
 

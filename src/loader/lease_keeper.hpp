@@ -1,5 +1,5 @@
-// Live leases (SPEC §5), the instance's side. A heartbeat thread records in PostgreSQL that this
-// instance is alive (about once a second) and reports each success here. Other instances take
+// Live leases (reference §6), the instance's side. A heartbeat thread records in PostgreSQL that
+// this instance is alive (about once a second) and reports each success here. Other instances take
 // over the claims of an instance silent for kTakeoverAfter (by the database's clock). So that
 // two instances never both publish a claim, this instance publishes only while its last
 // successful heartbeat is younger than kPublishGrace (< kTakeoverAfter, with room for a round

@@ -28,7 +28,7 @@ constexpr auto kShutdownConfirmWait = std::chrono::seconds{5};
 constexpr auto kClaimMargin = Milliseconds{1000};
 // Confirmed runs are recorded together once the oldest has waited this long (or a claim batch
 // of them is ready): one UPDATE per confirm made 9,848 in that run (1,555 now). It
-// only widens the window in which a crash can cause a duplicate (SPEC §5, at least once).
+// only widens the window in which a crash can cause a duplicate (reference §6, at least once).
 constexpr auto kRecordEvery = Milliseconds{50};
 
 // The options the loader divides by or counts on, checked once: the CLI bounds them, but a
@@ -202,7 +202,7 @@ void Loader::heartbeat_loop(std::stop_token stop) {
     });
 }
 
-// One clock (SPEC §5): due times are compared on PostgreSQL's clock. Each heartbeat measures
+// One clock (reference §6): due times are compared on PostgreSQL's clock. Each heartbeat measures
 // this host's offset to it; the one clock (now_us, the default seam) corrects for it, so a host
 // whose clock runs ahead does not release early. An offset beyond --max-clock-offset is refused
 // at start (cli) and logged here.
@@ -456,7 +456,7 @@ Message Loader::release_message(ClaimedRun& run, TimePoint now, std::size_t fram
                    FieldArray{FieldValue{options_.topology.names.audit_key}});
     }
     // Ingest refuses jobs whose release would not fit a frame; a row stored before that check,
-    // or edited by hand, is still released rather than failing every publish (SPEC §3.3).
+    // or edited by hand, is still released rather than failing every publish (reference §4).
     const auto dropped = drop_largest_headers(message.properties,
                                               frame_max - kContentHeaderOverhead, "x-hourglass-");
     if (!dropped.empty()) {
@@ -606,7 +606,7 @@ void Loader::publish_session(std::stop_token stop) {
         }
     } catch (...) {
         // Published or not, unconfirmed runs go back to the store: claimed again, at worst
-        // released twice (at least once, SPEC §5).
+        // released twice (at least once, reference §6).
         give_back(in_flight.take_unsettled());
         metrics_.set_unconfirmed_publishes(0);
         throw;

@@ -1,4 +1,4 @@
-// The loader (SPEC §5.2): claims runs due within the horizon from PostgreSQL and hands each
+// The loader (reference §6.2): claims runs due within the horizon from PostgreSQL and hands each
 // to the delay topology with publisher confirms; a run is recorded as handed over only after
 // the broker confirmed it.
 //
@@ -13,7 +13,7 @@
 //  - the publisher (RabbitMQ) publishes each run at `due - ttl` into the TTL queue chosen by
 //    the DelayLadder, turning through the rung's lanes, with a bounded window of unconfirmed
 //    publishes.
-//  - the heartbeat (PostgreSQL) keeps this instance's claims alive (live leases, SPEC §5; see
+//  - the heartbeat (PostgreSQL) keeps this instance's claims alive (live leases, reference §6; see
 //    lease_keeper.hpp) and gives back the claims of instances that stopped beating.
 // wake() makes the claimer look at once (another instance's claims to take over); wake_for(due)
 // does so only when the next regular claim might come too late for a job accepted due then.
@@ -86,7 +86,7 @@ struct LoaderSeams {
     // One store per thread (claimer, recorder, heartbeat), each with its own connection.
     std::function<std::unique_ptr<store::ClaimStore>(const store::StoreOptions&)> open_store;
     std::function<std::unique_ptr<ReleaseChannel>()> open_channel;
-    // The one clock (SPEC §5): due times are compared on it.
+    // The one clock (reference §6): due times are compared on it.
     std::function<std::chrono::sys_time<std::chrono::microseconds>()> now;
     // The monotonic clock of heartbeats and leases.
     std::function<std::chrono::steady_clock::time_point()> steady_now;

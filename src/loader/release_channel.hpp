@@ -19,7 +19,7 @@ public:
     virtual std::uint64_t publish(const Message& message) = 0;
     // The next confirm (or other event) within `timeout`; throws when the connection is lost.
     virtual std::optional<amqp::Event> next_event(std::chrono::microseconds timeout) = 0;
-    // The largest frame the broker accepts (a release must fit one, SPEC §3.3).
+    // The largest frame the broker accepts (a release must fit one, reference §4).
     virtual std::size_t frame_max() const = 0;
 };
 

@@ -1,10 +1,11 @@
-// Retention (SPEC §7): deletes one-shot jobs that ended (done or cancelled) more than
-// --retention ago, and the console's recorded rejections past it or beyond the newest 100,000, so that hourglass.jobs and its indexes stay the same size under a steady
-// load. A thread with its own connection runs rounds: each round deletes batches of at most
-// `batch` rows (oldest first, SKIP LOCKED, bounded in time) with a pause between them, a steady
-// pace that never competes with ingest and claims for long, until a batch comes back short;
-// then it waits `interval`. One instance per schema prunes at a time (an advisory lock); the
-// others find the lock taken and wait for the next round.
+// Retention (reference §8): deletes one-shot jobs that ended (done or cancelled) more than
+// --retention ago, and the console's recorded rejections past it or beyond the newest 100,000, so
+// that hourglass.jobs and its indexes stay the same size under a steady load. A thread with its own
+// connection runs rounds: each round deletes batches of at most `batch` rows (oldest first, SKIP
+// LOCKED, bounded in time) with a pause between them, a steady pace that never competes with ingest
+// and claims for long, until a batch comes back short; then it waits `interval`. One instance per
+// schema prunes at a time (an advisory lock); the others find the lock taken and wait for the next
+// round.
 #pragma once
 
 #include <functional>

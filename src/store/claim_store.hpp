@@ -1,4 +1,4 @@
-// What the loader needs from the store: claims, hand-overs and live leases (SPEC §5).
+// What the loader needs from the store: claims, hand-overs and live leases (reference §6).
 // store::JobStore implements it over PostgreSQL; unit tests of the loader give it a fake, so
 // lease renewal, takeover and give-back decisions are tested without a database.
 #pragma once

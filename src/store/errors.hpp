@@ -1,4 +1,4 @@
-// The one place that decides what a failure while storing commands means (SPEC §3.3):
+// The one place that decides what a failure while storing commands means (reference §4):
 //  - transient: the connection, the server or the moment is at fault (connection lost, server
 //    shutting down, serialization conflict, out of resources, a commit in doubt). Nothing is
 //    acked; the component reconnects with backoff and the commands are tried again.

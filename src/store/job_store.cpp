@@ -210,7 +210,7 @@ CommandOutcome schedule_one(pqxx::work& tx, const ScheduleCommand& job) {
     const bool leased = existing[0][1].as<bool>();
     const auto current_due = time_of(existing[0][3]);
     if (!job.replace) return {CommandStatus::duplicate, current_due, {}};
-    // SPEC §3.1: a run due within the horizon belongs to the delay topology.
+    // reference §3.1: a run due within the horizon belongs to the delay topology.
     if (state == "enqueued" || (state == "pending" && leased)) {
         return {CommandStatus::too_late, current_due, {}};
     }
@@ -231,7 +231,7 @@ CommandOutcome cancel_one(pqxx::work& tx, const CancelCommand& cancel) {
         return {CommandStatus::cancelled, due, {}};
     }
     // A recurring job stops for good, even with a run in flight, which is still released
-    // (SPEC §3.2). Its last run already handed over (enqueued) or done: too late.
+    // (reference §3.2). Its last run already handed over (enqueued) or done: too late.
     if (recurring && state == "pending") {
         tx.exec_prepared("cancel_job", cancel.id);
         return {CommandStatus::cancelled, due, {}};

@@ -1,4 +1,4 @@
-// JobStore: every read and write of hourglass.jobs (SPEC §7), over one PostgreSQL connection.
+// JobStore: every read and write of hourglass.jobs (reference §8), over one PostgreSQL connection.
 //
 // One JobStore per thread. Statements are prepared once per connection and take parameters
 // only (never user text spliced into SQL); many rows travel as one JSON parameter. A lost
@@ -69,7 +69,7 @@ public:
                             const std::vector<HandedOverRun>& runs) override;
     // Gives back claimed runs that were not published (shutdown), so others take them at once.
     void release_claims(const std::string& owner, const std::vector<std::string>& ids) override;
-    // Live leases (SPEC §5, migration 007). Records that `owner` is alive, forgets instances
+    // Live leases (reference §6, migration 007). Records that `owner` is alive, forgets instances
     // that have not beaten for `takeover_after` and gives their claims back (so that any
     // instance claims them at once); returns the instances found dead.
     std::vector<std::string> heartbeat(const std::string& owner, Milliseconds takeover_after) override;
@@ -90,9 +90,9 @@ public:
     // Adds the per-statement changes of jobs per state into the totals the stats view reads
     // (migration 004), so that the view never has many to add up. Cheap; any instance may.
     void fold_job_counts();
-    // Retention (SPEC §7): deletes at most `limit` one-shot jobs that ended (done or cancelled)
-    // more than `retention` ago by the database's clock, oldest first, skipping rows others
-    // hold. One pruner per schema at a time: nullopt when another session holds the pruning
+    // Retention (reference §8): deletes at most `limit` one-shot jobs that ended (done or
+    // cancelled) more than `retention` ago by the database's clock, oldest first, skipping rows
+    // others hold. One pruner per schema at a time: nullopt when another session holds the pruning
     // lock. A batch is bounded in time (statement_timeout).
     std::optional<std::size_t> prune_ended(Milliseconds retention, std::size_t limit);
     // Records rejected commands for the console.

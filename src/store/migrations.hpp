@@ -1,4 +1,4 @@
-// Schema migrations (SPEC §7): numbered SQL files from migrations/, embedded in the binary,
+// Schema migrations (reference §8): numbered SQL files from migrations/, embedded in the binary,
 // applied in order inside one transaction and recorded in <schema>.schema_migrations.
 // Concurrent instances serialize on an advisory lock; re-running is a no-op.
 #pragma once

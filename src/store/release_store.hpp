@@ -1,4 +1,4 @@
-// What the audit needs from the store: recording the releases it observed (SPEC §5.4).
+// What the audit needs from the store: recording the releases it observed (reference §6.4).
 // store::JobStore implements it over PostgreSQL; unit tests of the audit give it a fake, so
 // batching and ack-after-commit are tested without a database.
 #pragma once

@@ -1,6 +1,6 @@
-// One clock (SPEC §5): due times are compared on PostgreSQL's clock. An instance whose host clock
-// runs ahead (libfaketime, Debian's faketime) measures its offset, corrects for it and releases
-// nothing early; beyond --max-clock-offset it refuses to start with one clear line.
+// One clock (reference §6): due times are compared on PostgreSQL's clock. An instance whose host
+// clock runs ahead (libfaketime, Debian's faketime) measures its offset, corrects for it and
+// releases nothing early; beyond --max-clock-offset it refuses to start with one clear line.
 #include <gmock/gmock.h>
 #include <unistd.h>
 

@@ -1,4 +1,4 @@
-// The console (SPEC §10) against the real services: its /api/ answers after jobs, a cron job
+// The console (reference §9) against the real services: its /api/ answers after jobs, a cron job
 // and a bad command were sent; cancel only with the operator token; and the page itself in
 // headless Chromium (console_browser.py), which also saves a screenshot.
 #include <gmock/gmock.h>

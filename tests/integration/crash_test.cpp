@@ -1,4 +1,4 @@
-// Nothing acked is lost (SPEC §3.3, §5): hourglass is killed with SIGKILL while commands are
+// Nothing acked is lost (reference §4, §6): hourglass is killed with SIGKILL while commands are
 // being ingested and while runs are being loaded, then restarted; every job is released at
 // least once. Duplicates are possible only for runs confirmed but not yet recorded; they are
 // counted and printed.

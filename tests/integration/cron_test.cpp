@@ -1,4 +1,4 @@
-// Recurring jobs end to end (SPEC §3.1, §4): runs numbered by x-hourglass-run, limits, until,
+// Recurring jobs end to end (reference §3.1, §5): runs numbered by x-hourglass-run, limits, until,
 // cancel, and runs missed while hourglass was down coalesced into one.
 #include <thread>
 

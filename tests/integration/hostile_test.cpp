@@ -1,4 +1,4 @@
-// Hostile soak (SPEC §3.3): a corpus of hostile commands, interleaved with ordinary canary jobs,
+// Hostile soak (reference §4): a corpus of hostile commands, interleaved with ordinary canary jobs,
 // against the real services. Every hostile command ends alone and within seconds (accepted or
 // in <prefix>.rejected), every canary is released on time, the process never restarts a
 // component, and its memory stays bounded.

@@ -1,6 +1,6 @@
-// Several instances share one broker and one database (SPEC §5.2, §8): every job is released
+// Several instances share one broker and one database (reference §6.2, §9): every job is released
 // exactly once under steady load, and when one instance dies the others take its claims over
-// within seconds (live leases, SPEC §5), losing nothing.
+// within seconds (live leases, reference §6), losing nothing.
 #include <thread>
 
 #include "integration/harness.hpp"
@@ -94,8 +94,8 @@ TEST_F(Instances, killing_one_of_three_loses_nothing) {
     EXPECT_TRUE(processes_[2]->running());
 }
 
-// Live leases (SPEC §5): with the default --lease (30 s), an instance killed with its claims in
-// memory is taken over within seconds through the heartbeats, not after its lease.
+// Live leases (reference §6): with the default --lease (30 s), an instance killed with its claims
+// in memory is taken over within seconds through the heartbeats, not after its lease.
 TEST_F(Instances, a_killed_instance_is_taken_over_within_5_seconds_and_never_restarted) {
     // A short horizon: each instance always holds claims it has not published yet.
     const std::vector<std::string> flags = {"--horizon", "2s"};

@@ -1,4 +1,4 @@
-// Operating hourglass (SPEC §8): /metrics, /healthz and /readyz against a real broker and
+// Operating hourglass (reference §9): /metrics, /healthz and /readyz against a real broker and
 // database, the schedule/cancel/status commands, secrets kept out of every output, start-up
 // errors as one line, and SIGTERM.
 #include <gmock/gmock.h>

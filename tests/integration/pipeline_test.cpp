@@ -1,4 +1,4 @@
-// End to end: one-shot jobs from hourglass.in to hourglass.out (SPEC §3, §5, §6, §7).
+// End to end: one-shot jobs from hourglass.in to hourglass.out (reference §3, §6, §7, §8).
 #include <map>
 #include <set>
 #include <thread>

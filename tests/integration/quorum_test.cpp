@@ -1,4 +1,4 @@
-// `--queue-type quorum` (SPEC §9): every hourglass queue is a quorum queue, the delay queues
+// `--queue-type quorum` (reference §10): every hourglass queue is a quorum queue, the delay queues
 // dead-letter at least once, and jobs flow as with classic queues.
 #include <map>
 #include <sstream>
@@ -38,7 +38,7 @@ TEST_F(Quorum, jobs_flow_through_quorum_delay_queues) {
 
 // A vhost whose default queue type is quorum (RabbitMQ 3.11+ `--default-queue-type`): hourglass
 // declares every queue with an explicit x-queue-type, so its topology stays classic there
-// unless --queue-type says otherwise (SPEC §9).
+// unless --queue-type says otherwise (reference §10).
 TEST_F(Quorum, a_quorum_default_vhost_does_not_change_the_queue_types) {
     const auto quorum_vhost_url = env_or_skip("HOURGLASS_AMQP_URL_QUORUM_VHOST");
     if (quorum_vhost_url.empty()) GTEST_SKIP() << "scripts/services did not create the vhost";

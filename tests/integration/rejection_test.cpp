@@ -1,4 +1,4 @@
-// Every rejection reason of SPEC §3.3: the command goes to hourglass.rejected unchanged plus
+// Every rejection reason of reference §4: the command goes to hourglass.rejected unchanged plus
 // x-hourglass-error naming the header and value, the receipt says `rejected`, the command is
 // acked, and the service keeps working.
 #include "integration/harness.hpp"
@@ -105,7 +105,7 @@ TEST_F(Rejections, each_bad_command_is_rejected_with_a_reason_and_the_service_ke
 
 // Every control header with a value of a type it can never take (void, array, table), a header
 // table over the limit, extreme ids and a forged release straight into the release exchange:
-// each has a defined outcome (SPEC §3.3) and the service keeps working.
+// each has a defined outcome (reference §4) and the service keeps working.
 TEST_F(Rejections, hostile_inputs_get_a_defined_outcome) {
     start_hourglass();
     Client client(amqp_url_);

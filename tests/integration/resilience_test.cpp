@@ -1,4 +1,4 @@
-// Survives restarts of RabbitMQ and PostgreSQL (SPEC §8): hourglass reconnects with backoff,
+// Survives restarts of RabbitMQ and PostgreSQL (reference §9): hourglass reconnects with backoff,
 // resumes, and loses nothing. Jobs due during an outage are released late, not lost.
 #include <cstdlib>
 #include <thread>

@@ -1,4 +1,4 @@
-// Retention (SPEC §7): ended one-shot jobs vanish --retention after they ended; pending,
+// Retention (reference §8): ended one-shot jobs vanish --retention after they ended; pending,
 // enqueued and recurring jobs stay; `hourglass prune --dry-run` counts what would go.
 #include <gmock/gmock.h>
 

@@ -1,4 +1,4 @@
-// Per-job target exchange (SPEC §3.1 `x-hourglass-exchange`, `--allow-exchange`): released to
+// Per-job target exchange (reference §3.1 `x-hourglass-exchange`, `--allow-exchange`): released to
 // the user's own exchanges with the job's routing key and properties and without the header;
 // disallowed targets rejected; nothing dropped when a target cannot route or has gone; as
 // punctual as untargeted jobs. And the plugin's documented usage replayed through hourglass

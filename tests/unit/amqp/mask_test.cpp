@@ -1,4 +1,4 @@
-// Secrets are never logged (SPEC §8): amqp::mask_url_password and store::mask_pg_url hide the
+// Secrets are never logged (reference §9): amqp::mask_url_password and store::mask_pg_url hide the
 // password of every URL and conninfo form and leave everything else readable.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,5 +1,5 @@
-// The audit (SPEC §5.4, §6): audit::observed_release reads x-hourglass-id, -due and -run from a
-// released message, and gives nothing for a message that does not carry all three correctly.
+// The audit (reference §6.4, §7): audit::observed_release reads x-hourglass-id, -due and -run from
+// a released message, and gives nothing for a message that does not carry all three correctly.
 #include <gtest/gtest.h>
 
 #include <chrono>

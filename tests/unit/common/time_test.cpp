@@ -1,5 +1,5 @@
 // UTC instants (include/hourglass/time.hpp): RFC 3339 parsing accepts exactly the forms the
-// header documents and nothing else, formatting always gives three fraction digits (SPEC §6),
+// header documents and nothing else, formatting always gives three fraction digits (reference §7),
 // and epoch conversions are exact, also before 1970.
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// generate_uuid (src/common/uuid.cpp): ids for schedules without message_id (SPEC §3.1).
+// generate_uuid (src/common/uuid.cpp): ids for schedules without message_id (reference §3.1).
 #include <gtest/gtest.h>
 
 #include <regex>

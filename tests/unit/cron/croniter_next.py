@@ -8,7 +8,7 @@ seconds since the epoch, may have a fraction>.  Prints one line per query:
 
 where day_or tells whether croniter combined day-of-month and day-of-week with OR (the Vixie
 rule), so that the test can leave out the expressions where croniter decides that differently
-from SPEC §4.
+from reference §5.
 
 Only syntax is translated here; every difference in meaning is handled (and documented) in the
 C++ test:

@@ -2,13 +2,15 @@
 // Debian's python3-croniter (run through croniter_next.py), on random valid expressions
 // (seeded, so every run checks the same cases) in four zones.
 //
-// Where croniter cannot be expected to give SPEC §4's answer, the query is left out and counted:
+// Where croniter cannot be expected to give reference §5's answer, the query is left out and
+// counted:
 //  * DST. croniter walks local wall-clock time and maps it to UTC with fold=0 plus its own
 //    correction, so around a transition it neither collapses a gap into one run at the end of
 //    the gap nor applies the repeated-hour rule (and inside a repeated hour it may even answer
 //    an instant before `after`). Any query with a UTC-offset change from 26 hours before
 //    `after` up to the earlier answer (or `after`, if later) is left out.
-//  * Vixie rule. SPEC: a day field is restricted unless its text starts with `*`. croniter: unless
+//  * Vixie rule. hourglass: a day field is restricted unless its text starts with `*`. croniter:
+//  unless
 //    its expanded value set is complete. They disagree on e.g. `*/2` (restricted for croniter)
 //    and `1-31` or dow `*/1` (unrestricted for croniter); queries where croniter's OR/AND choice
 //    differs from hourglass's are left out.

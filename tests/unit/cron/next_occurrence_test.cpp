@@ -1,4 +1,4 @@
-// When cron expressions fire (SPEC §4): calendar edge cases, the Vixie day rule, and DST in
+// When cron expressions fire (reference §5): calendar edge cases, the Vixie day rule, and DST in
 // Europe/Berlin, America/New_York and Australia/Lord_Howe (whose DST shift is 30 minutes).
 // Runs are shown as local time with the zone abbreviation, so each one says which side of a
 // DST change it is on.
@@ -328,7 +328,7 @@ TEST(CronDst, skipped_calendar_day_runs_once_when_the_gap_ends) {
                 ElementsAre("2011-12-31 00:00:00 +14", "2012-12-30 12:00:00 +14"));
 }
 
-// --- DST against a brute-force reading of SPEC §4 -------------------------------------------
+// --- DST against a brute-force reading of reference §5 -------------------------------------------
 
 // Whether a local wall-clock time matches, checked field by field.
 bool matches_local(const CronExpression& expr, date::local_seconds local) {
@@ -348,7 +348,7 @@ bool matches_local(const CronExpression& expr, date::local_seconds local) {
            expr.seconds.contains(static_cast<int>(time.seconds().count()));
 }
 
-// SPEC §4 read literally, one instant at a time, using date's own local-time classification.
+// reference §5 read literally, one instant at a time, using date's own local-time classification.
 bool is_run(const CronExpression& expr, const date::time_zone& in_zone, date::sys_seconds instant) {
     const date::sys_info info = in_zone.get_info(instant);
     const date::local_seconds local{instant.time_since_epoch() + info.offset};

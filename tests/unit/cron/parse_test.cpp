@@ -1,5 +1,5 @@
-// Cron syntax (SPEC §4): every element parses to the right values, and every malformed input is
-// rejected with a message naming the field and the token, without throwing.
+// Cron syntax (reference §5): every element parses to the right values, and every malformed input
+// is rejected with a message naming the field and the token, without throwing.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 

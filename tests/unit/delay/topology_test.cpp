@@ -1,5 +1,7 @@
-// The delay ladder (SPEC §5.3): a fixed, bounded set of TTL queues reaching the horizon, and a
+// The delay ladder (reference §6.3): a fixed, bounded set of TTL queues reaching the horizon, and a
 // choice of queue and publish time that never releases a run before its due time.
+#include "delay/topology.hpp"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -8,8 +10,6 @@
 #include <set>
 #include <string>
 #include <vector>
-
-#include "delay/topology.hpp"
 
 namespace hourglass::delay {
 namespace {

@@ -1,5 +1,5 @@
-// Commands on hourglass.in (SPEC §3): every outcome of parse_command, the properties a job is
-// released with (SPEC §3.1, §6) and the JSON receipt (SPEC §3.3).
+// Commands on hourglass.in (reference §3): every outcome of parse_command, the properties a job is
+// released with (reference §3.1, §7) and the JSON receipt (reference §4).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -991,8 +991,7 @@ TEST(ReceiptJson, receipt_of_a_parsed_rejection_names_the_header) {
     EXPECT_THAT(json["error"].get<std::string>(), AllOf(HasSubstr("x-delay"), HasSubstr("-5")));
 }
 
-// --- Hostile input (SPEC §3.3) ---------------------------------------------------------------
-
+// --- Hostile input (reference §4) ---------------------------------------------------------------
 
 TEST(HostileInput, times_postgresql_cannot_store_are_rejected_by_the_parser) {
     // The last: year 0000 east of UTC, the year before year 1 (found by fuzz/rfc3339_fuzz).

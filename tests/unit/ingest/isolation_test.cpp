@@ -1,4 +1,4 @@
-// Per-command isolation in ingest (SPEC §3.3): a batch the database refuses for its data is
+// Per-command isolation in ingest (reference §4): a batch the database refuses for its data is
 // split until the command at fault is found; a transient failure is never blamed on a command.
 // And a rejection copy always fits the frame.
 #include <gmock/gmock.h>

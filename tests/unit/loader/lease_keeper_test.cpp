@@ -1,4 +1,5 @@
-// Live leases (SPEC §5): when an instance may publish its claims, and when it must forget them.
+// Live leases (reference §6): when an instance may publish its claims, and when it must forget
+// them.
 #include <gtest/gtest.h>
 
 #include "loader/lease_keeper.hpp"

@@ -678,7 +678,7 @@ TEST_F(LoaderTest, a_publish_that_fails_gives_back_the_rest_of_its_batch_and_rec
     start(options());
     ASSERT_TRUE(eventually([&] { return db.handed_over() == 5; }));
     // The run published before the failure lost its confirm with the connection: it goes back
-    // too and is published again (at least once, SPEC §5), with the one that failed and the
+    // too and is published again (at least once, reference §6), with the one that failed and the
     // three after it.
     const auto released = db.read([](const FakeDatabase& d) { return d.released; });
     EXPECT_EQ(released.size(), 5u);

@@ -1,4 +1,4 @@
-// Retention rounds (SPEC §7): batches until one comes back short, at a steady pace, and never
+// Retention rounds (reference §8): batches until one comes back short, at a steady pace, and never
 // when another instance prunes.
 #include <gtest/gtest.h>
 

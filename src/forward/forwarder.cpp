@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "amqp/confirm_tracker.hpp"
+#include "common/log_budget.hpp"
 #include "common/retry.hpp"
 #include "common/text.hpp"
 #include "forward/forwarder_metrics.hpp"
@@ -153,9 +154,12 @@ private:
 
     void send_to_unroutable(std::uint64_t tag) {
         const auto& item = in_hand_.at(tag);
-        spdlog::warn("forward: job {} due {} goes to {}: {}", header_text(item.release, header::kId),
-                     header_text(item.release, header::kDue), options_.names.unroutable,
-                     item.problem);
+        if (const auto grant = unroutable_lines_.take(LogBudget::Clock::now()); grant.log) {
+            spdlog::warn("forward: job {} due {} goes to {}: {}{}",
+                         header_text(item.release, header::kId),
+                         header_text(item.release, header::kDue), options_.names.unroutable,
+                         item.problem, left_out_note(grant.left_out, "releases to it"));
+        }
         publish(tag, Destination::unroutable);
     }
 
@@ -275,6 +279,7 @@ private:
     std::deque<std::uint64_t> suspects_;  // delivery tags whose target publish is to be probed
     std::optional<std::uint64_t> probe_;  // sequence of the one suspect publish in flight
     int failures_in_a_row_ = 0;
+    LogBudget unroutable_lines_;  // jobs decide how many go there; the metrics count each
 };
 
 }  // namespace

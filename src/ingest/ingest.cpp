@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "amqp/confirm_tracker.hpp"
+#include "common/log_budget.hpp"
 #include "common/retry.hpp"
 #include "common/text.hpp"
 #include "ingest/ingest_metrics.hpp"
@@ -83,7 +84,12 @@ private:
                     throw amqp::ConnectionError("the broker refused a copy for " +
                                                 options_.names.rejected);
                 }
-                spdlog::warn("ingest: the broker refused a receipt (its reply queue is full?)");
+                if (const auto grant = refused_receipt_lines_.take(LogBudget::Clock::now());
+                    grant.log) {
+                    spdlog::warn(
+                        "ingest: the broker refused a receipt (its reply queue is full?){}",
+                        left_out_note(grant.left_out, "refused receipts"));
+                }
             }
         }
     }
@@ -130,8 +136,11 @@ private:
             const auto& outcome = outcomes[i];
             if (outcome.status == CommandStatus::rejected) {
                 ++rejected;
-                spdlog::info("ingest: rejected a command (id {}): {}", quote_value(commands[i].id, 64),
-                             outcome.error);
+                if (const auto grant = rejection_lines_.take(LogBudget::Clock::now()); grant.log) {
+                    spdlog::info("ingest: rejected a command (id {}): {}{}",
+                                 quote_value(commands[i].id, 64), outcome.error,
+                                 left_out_note(grant.left_out, "rejections"));
+                }
                 publications_.published(
                     channel_->publish(rejected_message(batch_[i].delivery.message,
                                                        options_.names.rejected, outcome.error,
@@ -205,6 +214,9 @@ private:
     std::vector<Received> batch_;
     std::size_t batch_bytes_ = 0;
     amqp::ConfirmTracker<Publication> publications_;
+    // Clients decide how often these run; the metrics count every one.
+    LogBudget rejection_lines_;
+    LogBudget refused_receipt_lines_;
 };
 
 }  // namespace

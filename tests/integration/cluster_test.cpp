@@ -48,10 +48,7 @@ public:
         std::system(("rm -rf '" + dir_ + "'").c_str());
     }
     bool started() const { return started_; }
-    std::string start_log() const {
-        std::ifstream in(dir_ + "/start.log");
-        return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-    }
+    std::string start_log() const { return read_all(dir_ + "/start.log"); }
     // A value of DIR/env.
     std::string env(const std::string& key) const {
         std::ifstream in(dir_ + "/env");
@@ -71,8 +68,7 @@ public:
         const auto command =
             services_script() + " " + action + " >'" + out + "' 2>>'" + dir_ + "/actions.log'";
         std::system(command.c_str());
-        std::ifstream in(out);
-        return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+        return read_all(out);
     }
     const std::string& dir() const { return dir_; }
     bool run(const std::string& action, int node) const {

@@ -142,6 +142,18 @@ bool wait_for(const std::function<bool()>& condition, std::chrono::milliseconds 
     return condition();
 }
 
+std::string read_all(const std::string& path) {
+    std::ifstream in(path);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+    std::vector<std::string> lines;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    return lines;
+}
+
 HttpAnswer http_get(int port, const std::string& path) {
     return http_request(port, [&](httplib::Client& client) { return client.Get(path.c_str()); });
 }

@@ -68,6 +68,9 @@ bool wait_for(const std::function<bool()>& condition, std::chrono::milliseconds 
 // POST http://127.0.0.1:<port><path> with an empty body and these headers.
 HttpAnswer http_post(int port, const std::string& path,
                      const std::vector<std::pair<std::string, std::string>>& headers = {});
+// A whole file (e.g. a process's log), and the lines of a text.
+std::string read_all(const std::string& path);
+std::vector<std::string> lines_of(const std::string& text);
 
 // Runs the hourglass binary with `arguments` to completion (killed after `timeout`, exit code
 // -1), in the test's environment, capturing stdout and stderr.

@@ -25,18 +25,6 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 namespace prom = prometheus;
 
-std::string read_all(const std::string& path) {
-    std::ifstream in(path);
-    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-std::vector<std::string> lines_of(const std::string& text) {
-    std::vector<std::string> lines;
-    std::istringstream in(text);
-    for (std::string line; std::getline(in, line);) lines.push_back(line);
-    return lines;
-}
-
 // The password of scheme://user:password@host, as the test environment wrote it.
 std::string password_of(const std::string& url) {
     const auto userinfo = url.find("://") + 3;

@@ -1,6 +1,8 @@
 // Every rejection reason of reference §4: the command goes to hourglass.rejected unchanged plus
 // x-hourglass-error naming the header and value, the receipt says `rejected`, the command is
 // acked, and the service keeps working.
+#include <thread>
+
 #include "integration/harness.hpp"
 
 namespace hourglass::testing {
@@ -101,6 +103,51 @@ TEST_F(Rejections, each_bad_command_is_rejected_with_a_reason_and_the_service_ke
     EXPECT_EQ(sql("SELECT count(*) FROM jobs WHERE id LIKE 'bad-%'")[0][0].as<int>(), 0);
     EXPECT_EQ(sql("SELECT count(*) FROM jobs WHERE id LIKE 'good-after-%'")[0][0].as<int>(),
               static_cast<int>(bad.size()));
+}
+
+// A client flooding hourglass.in with bad commands cannot flood the log: ingest writes the first
+// 20 rejections of each 10 s window and counts the rest, which its next line reports. The
+// rejected queue still gets a copy of every one.
+TEST_F(Rejections, a_flood_of_bad_commands_writes_a_bounded_number_of_log_lines) {
+    auto& process = start_hourglass();
+    Client client(amqp_url_);
+    Client rejected_reader(amqp_url_);
+    rejected_reader.connection().consume(2, prefix_ + ".rejected", /*no_ack=*/true);
+    const auto bad = [&](const std::string& id) {
+        auto message = delayed(id, 100);
+        set_header(message.properties, "x-delay", std::string("soon"));
+        client.publish(message);
+    };
+    constexpr int kFlood = 2000;
+    const auto flood_started = std::chrono::steady_clock::now();
+    for (int i = 0; i < kFlood; ++i) bad("flood-" + std::to_string(i));
+    for (int i = 0; i < kFlood; ++i) ASSERT_TRUE(rejected_reader.receive(10s)) << "copy " << i;
+    const auto flood_took = std::chrono::steady_clock::now() - flood_started;
+    // One more once the last window is over: its line reports the rejections left out before it.
+    std::this_thread::sleep_for(10500ms);
+    bad("after-the-flood");
+    ASSERT_TRUE(rejected_reader.receive(10s));
+    ASSERT_TRUE(wait_for(
+        [&] { return read_all(process.log_path()).find("after-the-flood") != std::string::npos; },
+        5s));
+
+    std::size_t lines = 0, reported_left_out = 0;
+    for (const auto& line : lines_of(read_all(process.log_path()))) {
+        if (line.find("ingest: rejected a command") == std::string::npos) continue;
+        ++lines;
+        if (const auto note = line.find(" earlier rejections not logged)");
+            note != std::string::npos) {
+            const auto open = line.rfind('(', note);
+            reported_left_out += std::stoul(line.substr(open + 1, note - open - 1));
+        }
+    }
+    // 20 lines a window: the flood's windows and the last line's own.
+    const auto windows = static_cast<std::size_t>(flood_took / 10s) + 1;
+    EXPECT_LE(lines, 20 * windows + 1)
+        << "flood took " << std::chrono::duration<double>(flood_took).count() << " s";
+    EXPECT_GE(lines, 2u);
+    // Every rejection was either logged or counted in a later line.
+    EXPECT_EQ(lines + reported_left_out, static_cast<std::size_t>(kFlood + 1));
 }
 
 // Every control header with a value of a type it can never take (void, array, table), a header

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "audit/audit_metrics.hpp"
+#include "common/log_budget.hpp"
 #include "common/retry.hpp"
 
 namespace hourglass::audit {
@@ -63,6 +64,7 @@ void audit_session(const AuditOptions& options, const AuditSeams& seams, AuditMe
     auto flush_at = kNoBatch;
     Clock::time_point first_at{};  // when the batch's first copy came
     bool burst = false;            // the last batch was recorded at a burst's pace
+    LogBudget foreign_lines;       // whoever may publish to the audit queue decides how many
     auto flush = [&] {
         if (last_tag == 0) return;
         // The pace at which the batch came, not counting the time its record takes.
@@ -103,9 +105,9 @@ void audit_session(const AuditOptions& options, const AuditSeams& seams, AuditMe
                 } else {
                     batch.push_back(std::move(*release));
                 }
-            } else {
-                spdlog::warn("audit: a message without hourglass headers on {}; ignored",
-                             options.names.audit);
+            } else if (const auto grant = foreign_lines.take(Clock::now()); grant.log) {
+                spdlog::warn("audit: a message without hourglass headers on {}; ignored{}",
+                             options.names.audit, left_out_note(grant.left_out, "such messages"));
             }
             last_tag = delivery->delivery_tag;
             ++held;

@@ -29,6 +29,9 @@ public:
     void ack_through(std::uint64_t delivery_tag) override {
         connection_.ack(kConsumeChannel, delivery_tag, /*multiple=*/true);
     }
+    void ack(std::uint64_t delivery_tag) override {
+        connection_.ack(kConsumeChannel, delivery_tag, /*multiple=*/false);
+    }
     std::size_t frame_max() const override { return connection_.frame_max(); }
 
 private:

@@ -23,6 +23,8 @@ public:
     virtual std::uint64_t publish(const Message& message) = 0;
     // Acks every command delivered up to `delivery_tag`.
     virtual void ack_through(std::uint64_t delivery_tag) = 0;
+    // Acks the one command delivered with `delivery_tag`.
+    virtual void ack(std::uint64_t delivery_tag) = 0;
     // The largest frame the broker accepts (what ingest publishes must fit one, reference §4).
     virtual std::size_t frame_max() const = 0;
 };

@@ -4,7 +4,10 @@
 
 #include <algorithm>
 #include <deque>
+#include <iterator>
+#include <limits>
 #include <optional>
+#include <unordered_set>
 
 #include "amqp/confirm_tracker.hpp"
 #include "common/log_budget.hpp"
@@ -66,7 +69,7 @@ public:
     void run(std::stop_token stop) {
         while (!stop.stop_requested()) {
             collect_batch(stop);
-            if (!batch_.empty()) process_batch(stop);
+            if (!batch_.empty() || retry_due()) process_batch(stop);
         }
     }
 
@@ -110,30 +113,60 @@ private:
             auto event = channel_->next_event(wait);
             if (event) {
                 take(std::move(*event));
-            } else if (!batch_.empty()) {
-                return;  // nothing more arrived in time
+            } else if (!batch_.empty() || retry_due()) {
+                return;  // nothing more arrived in time, or commands wait to be tried again
             }
         }
     }
 
     void process_batch(std::stop_token stop) {
         metrics_.count_received(batch_.size());
+        // The round: the commands waiting for a locked job first when it is time to try them
+        // again (else they stay where they are), then the batch. Delivery tags increase along it.
+        const bool retrying = retry_due();
+        std::vector<Received> round;
+        round.reserve((retrying ? waiting_.size() : 0) + batch_.size());
+        if (retrying) {
+            std::move(waiting_.begin(), waiting_.end(), std::back_inserter(round));
+            waiting_.clear();
+        }
+        const auto retried = round.size();
+        std::move(batch_.begin(), batch_.end(), std::back_inserter(round));
+        batch_.clear();
         std::vector<Command> commands;
-        commands.reserve(batch_.size());
-        for (const auto& received : batch_) {
+        commands.reserve(round.size());
+        for (const auto& received : round) {
             commands.push_back(parse_command(received.delivery.message, received.received_at,
                                              limits_, generate_uuid));
         }
-        const auto outcomes = apply_isolating(
-            commands, [this](std::span<const Command> part) { return store_->apply(part); });
+        // Retried apart from the batch: a job still locked costs the batch no second wait.
+        std::unordered_set<std::string> waiting_ids;
+        for (const auto& received : waiting_) waiting_ids.insert(command_id(received));
+        const auto apply = [this](std::span<const Command> part) { return store_->apply(part); };
+        const std::span<const Command> all(commands);
+        auto outcomes = apply_isolating(all.first(retried), apply, waiting_ids);
+        auto fresh = apply_isolating(all.subspan(retried), apply, waiting_ids);
+        std::move(fresh.begin(), fresh.end(), std::back_inserter(outcomes));
 
-        record_rejections(commands, outcomes);
+        record_rejections(round, commands, outcomes);
 
         std::optional<TimePoint> earliest_due;  // of the jobs accepted within the horizon
         const auto horizon_end = now_() + options_.horizon;
         std::size_t rejected = 0;
+        std::vector<CommandOutcome> applied;
         for (std::size_t i = 0; i < commands.size(); ++i) {
-            const auto& outcome = outcomes[i];
+            if (!outcomes[i]) {
+                if (const auto grant = waiting_lines_.take(LogBudget::Clock::now()); grant.log) {
+                    spdlog::warn(
+                        "ingest: job {} is locked by another PostgreSQL transaction; its "
+                        "command waits and is tried again{}",
+                        quote_value(commands[i].id, 64),
+                        left_out_note(grant.left_out, "such waits"));
+                }
+                continue;
+            }
+            const auto& outcome = *outcomes[i];
+            applied.push_back(outcome);
             if (outcome.status == CommandStatus::rejected) {
                 ++rejected;
                 if (const auto grant = rejection_lines_.take(LogBudget::Clock::now()); grant.log) {
@@ -141,11 +174,10 @@ private:
                                  quote_value(commands[i].id, 64), outcome.error,
                                  left_out_note(grant.left_out, "rejections"));
                 }
-                publications_.published(
-                    channel_->publish(rejected_message(batch_[i].delivery.message,
-                                                       options_.names.rejected, outcome.error,
-                                                       max_properties_bytes_)),
-                    Publication::rejection);
+                publications_.published(channel_->publish(rejected_message(
+                                            round[i].delivery.message, options_.names.rejected,
+                                            outcome.error, max_properties_bytes_)),
+                                        Publication::rejection);
             }
             if (commands[i].reply_to) {
                 publications_.published(
@@ -174,25 +206,71 @@ private:
                 }
             }
         }
-        channel_->ack_through(batch_.back().delivery.delivery_tag);
-        metrics_.count_outcomes(outcomes);
-        spdlog::debug("ingest: committed {} commands ({} rejected)", commands.size(), rejected);
+        settle_round(round, outcomes, retrying);
+        metrics_.count_outcomes(applied);
+        spdlog::debug("ingest: committed {} commands ({} rejected, {} waiting)", applied.size(),
+                      rejected, waiting_.size());
         batch_.assign(std::make_move_iterator(arrived_meanwhile.begin()),
                       std::make_move_iterator(arrived_meanwhile.end()));
         batch_bytes_ = arrived_bytes;
+    }
+
+    // Acks the round's commands that have an outcome and keeps the others waiting, in delivery
+    // order. While an earlier command waits, later ones are acked one by one (an ack "through"
+    // a tag would ack the waiting one too).
+    void settle_round(std::vector<Received>& round, const Outcomes& outcomes, bool retried) {
+        std::deque<Received> waiting = std::move(waiting_);  // not tried this round
+        waiting_.clear();
+        std::vector<std::uint64_t> done;
+        for (std::size_t i = 0; i < round.size(); ++i) {
+            if (outcomes[i]) {
+                done.push_back(round[i].delivery.delivery_tag);
+            } else {
+                waiting.push_back(std::move(round[i]));
+            }
+        }
+        const auto first_waiting = waiting.empty() ? std::numeric_limits<std::uint64_t>::max()
+                                                   : waiting.front().delivery.delivery_tag;
+        std::optional<std::uint64_t> through;
+        for (const auto tag : done) {
+            if (tag < first_waiting) {
+                through = tag;
+            } else {
+                channel_->ack(tag);
+            }
+        }
+        if (through) channel_->ack_through(*through);
+        waiting_ = std::move(waiting);
+        metrics_.set_waiting(waiting_.size());
+        if (waiting_.empty()) {
+            retry_backoff_ = kFirstRetry;
+        } else if (retried) {
+            retry_backoff_ = std::min(retry_backoff_ * 2, kLastRetry);
+        }
+        if (!waiting_.empty()) retry_at_ = std::chrono::steady_clock::now() + retry_backoff_;
+    }
+
+    bool retry_due() const {
+        return !waiting_.empty() && std::chrono::steady_clock::now() >= retry_at_;
+    }
+
+    std::string command_id(const Received& received) const {
+        return parse_command(received.delivery.message, received.received_at, limits_,
+                             generate_uuid)
+            .id;
     }
 
     // For the console's list of recent rejections (migration 008). Rejections are what a bad
     // command ends in, so their record must never hold up the others: a refusal by the database
     // is only logged (the copy on hourglass.rejected is the record that counts); a lost
     // connection is retried with the batch like any other.
-    void record_rejections(const std::vector<Command>& commands,
-                           const std::vector<CommandOutcome>& outcomes) {
+    void record_rejections(const std::vector<Received>& round, const std::vector<Command>& commands,
+                           const Outcomes& outcomes) {
         std::vector<store::RecordedRejection> rejections;
         for (std::size_t i = 0; i < commands.size(); ++i) {
-            if (outcomes[i].status != CommandStatus::rejected) continue;
-            rejections.push_back({commands[i].id, batch_[i].delivery.message.routing_key,
-                                  outcomes[i].error});
+            if (!outcomes[i] || outcomes[i]->status != CommandStatus::rejected) continue;
+            rejections.push_back(
+                {commands[i].id, round[i].delivery.message.routing_key, outcomes[i]->error});
         }
         try {
             store_->record_rejections(rejections);
@@ -214,32 +292,79 @@ private:
     std::vector<Received> batch_;
     std::size_t batch_bytes_ = 0;
     amqp::ConfirmTracker<Publication> publications_;
+    // Commands whose job row another transaction keeps locked, in delivery order: unacked and
+    // tried again at retry_at_, every 250 ms at first and at most every 4 s.
+    static constexpr std::chrono::milliseconds kFirstRetry{250};
+    static constexpr std::chrono::milliseconds kLastRetry{4000};
+    std::deque<Received> waiting_;
+    std::chrono::steady_clock::time_point retry_at_{};
+    std::chrono::milliseconds retry_backoff_{kFirstRetry};
     // Clients decide how often these run; the metrics count every one.
     LogBudget rejection_lines_;
     LogBudget refused_receipt_lines_;
+    LogBudget waiting_lines_;
 };
 
 }  // namespace
 
-std::vector<CommandOutcome> apply_isolating(std::span<const Command> commands,
-                                            const ApplyCommands& apply) {
+namespace {
+
+bool waits(const Command& command, const std::unordered_set<std::string>& waiting_ids) {
+    return !std::holds_alternative<Rejection>(command.action) && waiting_ids.count(command.id) > 0;
+}
+
+// apply_isolating for commands none of which waits yet.
+Outcomes apply_or_split(std::span<const Command> commands, const ApplyCommands& apply,
+                        std::unordered_set<std::string>& waiting_ids) {
     try {
-        return apply(commands);
+        auto applied = apply(commands);
+        return {std::make_move_iterator(applied.begin()), std::make_move_iterator(applied.end())};
     } catch (const std::exception& failure) {
-        if (store::classify_failure(failure) == store::FailureKind::transient) throw;
+        const auto kind = store::classify_failure(failure);
+        if (kind == store::FailureKind::transient) throw;
         if (commands.size() == 1) {
+            if (kind == store::FailureKind::busy) {
+                waiting_ids.insert(commands[0].id);
+                return {std::nullopt};
+            }
             return {CommandOutcome{
                 CommandStatus::rejected, std::nullopt,
                 "PostgreSQL refused the command: " +
                     printable(first_line(failure.what()), kMaxDatabaseReasonBytes)}};
         }
+        // The second half after the first: a job found busy there holds back its later commands.
         const auto half = commands.size() / 2;
-        auto outcomes = apply_isolating(commands.first(half), apply);
-        auto rest = apply_isolating(commands.subspan(half), apply);
+        auto outcomes = apply_isolating(commands.first(half), apply, waiting_ids);
+        auto rest = apply_isolating(commands.subspan(half), apply, waiting_ids);
         outcomes.insert(outcomes.end(), std::make_move_iterator(rest.begin()),
                         std::make_move_iterator(rest.end()));
         return outcomes;
     }
+}
+
+}  // namespace
+
+Outcomes apply_isolating(std::span<const Command> commands, const ApplyCommands& apply,
+                         std::unordered_set<std::string>& waiting_ids) {
+    if (commands.empty()) return {};
+    if (std::none_of(commands.begin(), commands.end(),
+                     [&](const Command& command) { return waits(command, waiting_ids); })) {
+        return apply_or_split(commands, apply, waiting_ids);
+    }
+    // Rare (a job's row was locked): the others are copied out, applied, and put back in place.
+    std::vector<Command> others;
+    std::vector<std::size_t> positions;
+    for (std::size_t i = 0; i < commands.size(); ++i) {
+        if (waits(commands[i], waiting_ids)) continue;
+        others.push_back(commands[i]);
+        positions.push_back(i);
+    }
+    Outcomes outcomes(commands.size());
+    if (others.empty()) return outcomes;
+    auto applied = apply_isolating(others, apply, waiting_ids);
+    for (std::size_t k = 0; k < positions.size(); ++k)
+        outcomes[positions[k]] = std::move(applied[k]);
+    return outcomes;
 }
 
 Message rejected_message(const Message& command, const std::string& exchange,

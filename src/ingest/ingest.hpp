@@ -2,12 +2,17 @@
 // window, validates them, applies a batch in one PostgreSQL transaction, publishes
 // rejections and receipts with publisher confirms, and only then acks the batch.
 // Nothing is acked before its effect is committed; a failure drops the connection so the
-// broker redelivers, and job ids make the redelivery harmless.
+// broker redelivers, and job ids make the redelivery harmless. A command whose job row another
+// transaction keeps locked waits unacked, and is tried again, while the others go on.
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <span>
 #include <stop_token>
+#include <string>
+#include <unordered_set>
+#include <vector>
 
 #include "amqp/connection.hpp"
 #include "delay/topology.hpp"
@@ -65,8 +70,13 @@ Message rejected_message(const Message& command, const std::string& exchange,
 // data (store::classify_failure), the batch is split until the command at fault is found; that
 // one is rejected with the database's reason and the others are applied. A transient failure
 // propagates: nothing is acked and the batch is tried again after a reconnect.
+// A command whose job row another transaction keeps locked (store::FailureKind::busy, found the
+// same way) waits: it is not applied and has no outcome, its id joins `waiting_ids`, and no
+// later command for an id in `waiting_ids` is applied either, so that the commands of one job
+// keep their order.
 using ApplyCommands = std::function<std::vector<CommandOutcome>(std::span<const Command>)>;
-std::vector<CommandOutcome> apply_isolating(std::span<const Command> commands,
-                                            const ApplyCommands& apply);
+using Outcomes = std::vector<std::optional<CommandOutcome>>;  // empty: the command waits
+Outcomes apply_isolating(std::span<const Command> commands, const ApplyCommands& apply,
+                         std::unordered_set<std::string>& waiting_ids);
 
 }  // namespace hourglass::ingest

@@ -69,6 +69,10 @@ IngestMetrics::IngestMetrics(metrics::Registry& registry)
     : received_(registry.add_counter(
           "hourglass_commands_received_total",
           "Commands taken from the input queue (<prefix>.in), redeliveries included.")),
+      waiting_(registry.add_gauge(
+          "hourglass_commands_waiting",
+          "Commands not yet applied (nor acked) because another PostgreSQL transaction keeps "
+          "their job's row locked; tried again every few seconds.")),
       by_status_(add_status_counters<kStatusCount>(registry)),
       rejected_by_reason_(add_reason_counters(registry)) {}
 

@@ -28,11 +28,14 @@ public:
     void count_received(std::size_t commands) noexcept { received_.increment(commands); }
     // Each command's outcome, once acked.
     void count_outcomes(const std::vector<CommandOutcome>& outcomes) noexcept;
+    // Commands held unacked because another transaction keeps their job's row locked.
+    void set_waiting(std::size_t commands) noexcept { waiting_.set(static_cast<double>(commands)); }
 
-private:
+  private:
     static constexpr std::size_t kStatusCount = 7;
 
     metrics::Counter& received_;
+    metrics::Gauge& waiting_;
     std::array<metrics::Counter*, kStatusCount> by_status_{};
     std::vector<std::pair<std::string_view, metrics::Counter*>> rejected_by_reason_;
 };

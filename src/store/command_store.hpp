@@ -22,7 +22,8 @@ struct RecordedRejection {
 class CommandStore {
 public:
     virtual ~CommandStore() = default;
-    // Applies commands in order in one transaction; outcome i belongs to command i.
+    // Applies commands in order in one transaction; outcome i belongs to command i. Throws what
+    // store::classify_failure calls busy when a job's row stays locked by another transaction.
     virtual std::vector<CommandOutcome> apply(std::span<const Command> commands) = 0;
     // Keeps rejections for the console's list of recent ones.
     virtual void record_rejections(const std::vector<RecordedRejection>& rejections) = 0;

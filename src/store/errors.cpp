@@ -13,6 +13,7 @@ FailureKind classify_failure(const std::exception& failure) noexcept {
     }
     if (const auto* sql = dynamic_cast<const pqxx::sql_error*>(&failure)) {
         const std::string& state = sql->sqlstate();
+        if (state == "55P03") return FailureKind::busy;  // lock_not_available
         // SQLSTATE classes: 22 data exception, 23 integrity constraint violation, 54 program
         // limit exceeded (row too big, nesting too deep).
         const auto cls = state.substr(0, 2);

@@ -5,6 +5,9 @@
 //  - about the data: PostgreSQL refused the values it was given (data exception, integrity
 //    violation, a program limit such as a too deep JSON value), or they could not be encoded.
 //    Tried again, the same values fail again, so the command that carries them is rejected.
+//  - busy: a job's row stayed locked by another transaction (an operator's open transaction,
+//    say) for longer than the store waits (lock_timeout). Not the command's fault, and not the
+//    connection's: ingest applies the others and tries that one again later.
 // Anything not known to be about the data counts as transient: a missing privilege or table
 // must never turn every command into a rejection.
 #pragma once
@@ -13,7 +16,7 @@
 
 namespace hourglass::store {
 
-enum class FailureKind { transient, about_the_data };
+enum class FailureKind { transient, about_the_data, busy };
 
 FailureKind classify_failure(const std::exception& failure) noexcept;
 

@@ -312,6 +312,11 @@ std::vector<CommandOutcome> JobStore::apply(std::span<const Command> commands) {
     }
 
     pqxx::work tx(*connection_);
+    // A job's row locked by another transaction (an operator's, left open) must not hold up
+    // every command behind it: past this wait the batch fails as busy (store/errors.hpp) and
+    // ingest applies the others while that command waits. The loader's and the audit's own
+    // row locks last a statement: a command that meets a long one only waits a little longer.
+    tx.exec("SET LOCAL lock_timeout = '250ms'");
     if (!bulk.empty()) insert_in_bulk(tx, commands, bulk, outcomes);
     for (std::size_t i = 0, next_bulk = 0; i < commands.size(); ++i) {
         if (next_bulk < bulk.size() && bulk[next_bulk] == i) {

@@ -1,5 +1,6 @@
 // Faults beyond a plain restart (issue: nothing lost under faults): hourglass killed while the
-// audit records releases, and a broker resource alarm that blocks every publisher.
+// audit records releases, a broker resource alarm that blocks every publisher, and a job's row
+// kept locked by another transaction.
 #include <gmock/gmock.h>
 
 #include <thread>
@@ -135,6 +136,62 @@ TEST_F(Faults, runs_the_broker_refuses_go_back_to_the_store_and_are_released_lat
     EXPECT_GT(give_backs, 0u) << "the broker never refused: the policy did not apply";
     EXPECT_LT(give_backs, 100u) << "the loader spun on refused runs";
     EXPECT_EQ(log.find("(retry "), std::string::npos) << "no component restarted:\n" << log;
+}
+
+// An operator's transaction left open on a job's row: a cancel of that job used to hold up
+// every command behind it until the transaction ended (23.6 s for the next schedule when it
+// lasted 25 s). Now the cancel waits, the others are applied at once, and the cancel is
+// applied once the lock is gone.
+TEST_F(Faults, a_job_locked_by_another_transaction_holds_up_no_other_command) {
+    auto& process = start_hourglass();
+    Client client(amqp_url_);
+    const auto replies = client.receipt_queue();
+    auto victim = delayed("victim", 600000);
+    client.publish(victim);
+    ASSERT_TRUE(eventually("SELECT state FROM jobs WHERE id = 'victim'", "pending", 10s));
+
+    pqxx::connection operator_session(pg_url_);
+    pqxx::work held(operator_session);
+    held.exec("UPDATE " + held.quote_name(schema_) +
+              ".jobs SET routing_key = routing_key WHERE id = 'victim'");
+
+    client.publish(cancel_command("victim", replies));
+    const auto sent = std::chrono::steady_clock::now();
+    for (int i = 0; i < 5; ++i) {
+        auto other = delayed("other-" + std::to_string(i), 600000);
+        set_header(other.properties, "x-reply-to", replies);
+        client.publish(other);
+    }
+    // Every other command is answered within seconds; the cancel is not answered yet.
+    for (int i = 0; i < 5; ++i) {
+        auto receipt = client.receive(5s);
+        ASSERT_TRUE(receipt) << "receipt " << i;
+        const auto view = parse_receipt(*receipt);
+        EXPECT_EQ(view.status, "scheduled");
+        EXPECT_TRUE(view.id.starts_with("other-")) << view.id;
+    }
+    EXPECT_LT(std::chrono::steady_clock::now() - sent, 5s);
+    EXPECT_EQ(job_state("victim"), "pending");
+    EXPECT_TRUE(wait_for(
+        [&] {
+            return http_get(process.http_port(), "/metrics")
+                       .body.find("hourglass_commands_waiting 1\n") != std::string::npos;
+        },
+        5s));
+
+    held.commit();  // the operator's transaction ends
+    auto receipt = client.receive(10s);
+    ASSERT_TRUE(receipt) << "the cancel is applied once the lock is gone";
+    const auto view = parse_receipt(*receipt);
+    EXPECT_EQ(view.id, "victim");
+    EXPECT_EQ(view.status, "cancelled");
+    EXPECT_EQ(job_state("victim"), "cancelled");
+    EXPECT_TRUE(wait_for(
+        [&] {
+            return http_get(process.http_port(), "/metrics")
+                       .body.find("hourglass_commands_waiting 0\n") != std::string::npos;
+        },
+        5s));
 }
 
 }  // namespace

@@ -4,8 +4,11 @@
 // loader is woken only for jobs due within the horizon.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <deque>
 #include <mutex>
+#include <pqxx/except>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -28,6 +31,7 @@ struct FakeWorld {
     std::vector<Message> published;
     std::vector<ScheduleCommand> stored;
     bool database_reachable = true;
+    std::set<std::string> locked_ids;  // rows another transaction keeps locked past lock_timeout
     bool refuse_publishes = false;  // basic.nack every publish
     int channels_opened = 0;
 
@@ -89,6 +93,11 @@ public:
         world_.log.push_back("ack " + std::to_string(delivery_tag));
         std::erase_if(unacked_, [&](const auto& entry) { return entry.first <= delivery_tag; });
     }
+    void ack(std::uint64_t delivery_tag) override {
+        std::lock_guard lock(world_.mutex);
+        world_.log.push_back("ack one " + std::to_string(delivery_tag));
+        std::erase_if(unacked_, [&](const auto& entry) { return entry.first == delivery_tag; });
+    }
     std::size_t frame_max() const override { return 131072; }
 
 private:
@@ -106,6 +115,13 @@ public:
     std::vector<CommandOutcome> apply(std::span<const Command> commands) override {
         std::lock_guard lock(world_.mutex);
         if (!world_.database_reachable) throw std::runtime_error("connection to server lost");
+        for (const auto& command : commands) {
+            if (world_.locked_ids.count(command.id)) {
+                world_.log.push_back("lock timeout on " + command.id);
+                throw pqxx::sql_error("ERROR:  canceling statement due to lock timeout", "",
+                                      "55P03");
+            }
+        }
         world_.log.push_back("apply " + std::to_string(commands.size()));
         std::vector<CommandOutcome> outcomes;
         for (const auto& command : commands) {
@@ -331,6 +347,57 @@ TEST_F(IngestSessionTest, a_batch_ends_at_batch_bytes_of_bodies) {
     finish();
     EXPECT_EQ(world.events(),
               (std::vector<std::string>{"apply 2", "ack 2", "apply 2", "ack 4"}));
+}
+
+}  // namespace
+}  // namespace hourglass::ingest
+
+namespace hourglass::ingest {
+namespace {
+
+// A job's row locked by another transaction (an operator's open one): its commands wait,
+// unacked and in order, while the commands for other jobs are applied and acked; once the lock
+// is gone they are applied, in the order they came.
+TEST_F(IngestSessionTest, commands_for_a_locked_job_wait_in_order_and_the_others_go_on) {
+    options.batch_size = 4;
+    options.batch_wait = 1h;
+    world.locked_ids = {"held"};
+    world.send(delayed("a", 1000));
+    world.send(delayed("held", 2000));
+    world.send(delayed("b", 3000));
+    world.send(delayed("held", 4000));  // the same job again: it must not overtake the first
+    start();
+    // a and b are applied and acked one by one (an ack through 3 would ack "held" too).
+    ASSERT_TRUE(eventually([](const auto& events) {
+        return std::count(events.begin(), events.end(), "ack one 3") == 1;
+    }));
+    {
+        std::lock_guard lock(world.mutex);
+        ASSERT_EQ(world.stored.size(), 2u);
+        EXPECT_EQ(world.stored[0].id, "a");
+        EXPECT_EQ(world.stored[1].id, "b");
+        EXPECT_EQ(std::count(world.log.begin(), world.log.end(), "ack 1"), 1) << "a, through";
+        for (const auto& event : world.log) {
+            EXPECT_NE(event, "ack one 2");
+            EXPECT_NE(event, "ack one 4");
+        }
+    }
+    // Still locked a moment later: tried again, still not applied.
+    std::this_thread::sleep_for(600ms);
+    {
+        std::lock_guard lock(world.mutex);
+        EXPECT_GE(std::count(world.log.begin(), world.log.end(), "lock timeout on held"), 2);
+        EXPECT_EQ(world.stored.size(), 2u);
+        world.locked_ids.clear();
+    }
+    // Both applied in one round, acked through the last (nothing earlier waits any more).
+    ASSERT_TRUE(eventually(ends_with("ack 4")));
+    finish();
+    std::lock_guard lock(world.mutex);
+    ASSERT_EQ(world.stored.size(), 4u);
+    EXPECT_EQ(world.stored[2].id, "held");
+    EXPECT_EQ(world.stored[2].due_at, kNoon + 2s);
+    EXPECT_EQ(world.stored[3].due_at, kNoon + 4s) << "the second command for the job came second";
 }
 
 }  // namespace

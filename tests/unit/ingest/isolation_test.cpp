@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <pqxx/except>
+#include <unordered_set>
 
 #include "ingest/ingest.hpp"
 #include "store/errors.hpp"
@@ -26,7 +27,8 @@ std::vector<Command> commands_with_ids(std::initializer_list<const char*> ids) {
 }
 
 // A store that refuses, like PostgreSQL, any batch holding a command whose id starts with
-// "bad"; it records every batch it was given and what it committed.
+// "bad", and times out on a lock in any holding one that starts with "locked"; it records every
+// batch it was given and what it committed.
 struct FakeStore {
     std::vector<std::size_t> batch_sizes;
     std::vector<std::string> committed;
@@ -34,6 +36,10 @@ struct FakeStore {
     std::vector<CommandOutcome> apply(std::span<const Command> commands) {
         batch_sizes.push_back(commands.size());
         for (const auto& command : commands) {
+            if (command.id.starts_with("locked")) {
+                throw pqxx::sql_error("ERROR:  canceling statement due to lock timeout", "",
+                                      "55P03");
+            }
             if (command.id.starts_with("bad")) {
                 throw pqxx::data_exception("ERROR:  date/time field value out of range: \"0000-01-01\"\n"
                                            "HINT: a second line",
@@ -55,18 +61,21 @@ struct FakeStore {
 TEST(ApplyIsolating, only_the_command_the_database_refuses_is_rejected_in_order) {
     FakeStore store;
     const auto commands = commands_with_ids({"a", "b", "bad-1", "c", "d", "e", "bad-2", "f"});
-    const auto outcomes = apply_isolating(commands, store.as_function());
+    std::unordered_set<std::string> waiting;
+    const auto outcomes = apply_isolating(commands, store.as_function(), waiting);
     ASSERT_EQ(outcomes.size(), commands.size());
     for (std::size_t i = 0; i < commands.size(); ++i) {
         SCOPED_TRACE(commands[i].id);
+        ASSERT_TRUE(outcomes[i]);
         if (commands[i].id.starts_with("bad")) {
-            EXPECT_EQ(outcomes[i].status, CommandStatus::rejected);
-            EXPECT_THAT(outcomes[i].error, HasSubstr("date/time field value out of range"));
-            EXPECT_THAT(outcomes[i].error, ::testing::Not(HasSubstr("HINT")));
+            EXPECT_EQ(outcomes[i]->status, CommandStatus::rejected);
+            EXPECT_THAT(outcomes[i]->error, HasSubstr("date/time field value out of range"));
+            EXPECT_THAT(outcomes[i]->error, ::testing::Not(HasSubstr("HINT")));
         } else {
-            EXPECT_EQ(outcomes[i].status, CommandStatus::cancelled);
+            EXPECT_EQ(outcomes[i]->status, CommandStatus::cancelled);
         }
     }
+    EXPECT_TRUE(waiting.empty());
     EXPECT_EQ(store.committed, (std::vector<std::string>{"a", "b", "c", "d", "e", "f"}))
         << "the good commands commit, in their order";
 }
@@ -77,10 +86,46 @@ TEST(ApplyIsolating, one_bad_command_in_500_costs_a_logarithmic_number_of_tries)
     for (int i = 0; i < 500; ++i) {
         commands.push_back(commands_with_ids({i == 321 ? "bad" : "ok"})[0]);
     }
-    const auto outcomes = apply_isolating(commands, store.as_function());
-    EXPECT_EQ(outcomes[321].status, CommandStatus::rejected);
+    std::unordered_set<std::string> waiting;
+    const auto outcomes = apply_isolating(commands, store.as_function(), waiting);
+    EXPECT_EQ(outcomes[321]->status, CommandStatus::rejected);
     EXPECT_EQ(store.committed.size(), 499u);
     EXPECT_LE(store.batch_sizes.size(), 2u * 9 + 1);
+}
+
+// A job whose row another transaction keeps locked: its commands wait (no outcome, not
+// applied), later commands for it too, and the others are applied in order.
+TEST(ApplyIsolating, commands_for_a_locked_job_wait_and_the_others_are_applied) {
+    FakeStore store;
+    const auto commands = commands_with_ids({"a", "locked-1", "b", "bad", "locked-1", "c"});
+    std::unordered_set<std::string> waiting;
+    const auto outcomes = apply_isolating(commands, store.as_function(), waiting);
+    ASSERT_EQ(outcomes.size(), commands.size());
+    EXPECT_FALSE(outcomes[1]);
+    EXPECT_FALSE(outcomes[4]);
+    ASSERT_TRUE(outcomes[3]);
+    EXPECT_EQ(outcomes[3]->status, CommandStatus::rejected);
+    EXPECT_EQ(store.committed, (std::vector<std::string>{"a", "b", "c"}));
+    EXPECT_EQ(waiting, (std::unordered_set<std::string>{"locked-1"}));
+}
+
+// Commands for a job already waiting are not even tried: they wait behind the earlier ones, also
+// once the lock is gone (here the store would now take "x").
+TEST(ApplyIsolating, commands_for_a_waiting_job_wait_without_being_tried) {
+    FakeStore store;
+    std::unordered_set<std::string> waiting = {"x"};
+    const auto outcomes =
+        apply_isolating(commands_with_ids({"x", "a", "x"}), store.as_function(), waiting);
+    EXPECT_FALSE(outcomes[0]);
+    ASSERT_TRUE(outcomes[1]);
+    EXPECT_FALSE(outcomes[2]);
+    EXPECT_EQ(store.committed, (std::vector<std::string>{"a"}));
+    EXPECT_EQ(store.batch_sizes, (std::vector<std::size_t>{1}));
+}
+
+TEST(ClassifyFailure, a_lock_timeout_means_busy) {
+    EXPECT_EQ(store::classify_failure(pqxx::sql_error("lock timeout", "", "55P03")),
+              store::FailureKind::busy);
 }
 
 TEST(ApplyIsolating, transient_failures_propagate_and_reject_nothing) {
@@ -96,7 +141,8 @@ TEST(ApplyIsolating, transient_failures_propagate_and_reject_nothing) {
             failure();
             return {};
         };
-        EXPECT_ANY_THROW(apply_isolating(commands_with_ids({"a", "b", "c"}), apply));
+        std::unordered_set<std::string> waiting;
+        EXPECT_ANY_THROW(apply_isolating(commands_with_ids({"a", "b", "c"}), apply, waiting));
         EXPECT_EQ(calls, 1) << "never split on a transient failure";
     }
 }

@@ -147,6 +147,7 @@ private:
         auto outcomes = apply_isolating(all.first(retried), apply, waiting_ids);
         auto fresh = apply_isolating(all.subspan(retried), apply, waiting_ids);
         std::move(fresh.begin(), fresh.end(), std::back_inserter(outcomes));
+        bound_waiting(round, commands, outcomes);
 
         record_rejections(round, commands, outcomes);
 
@@ -248,6 +249,33 @@ private:
             retry_backoff_ = std::min(retry_backoff_ * 2, kLastRetry);
         }
         if (!waiting_.empty()) retry_at_ = std::chrono::steady_clock::now() + retry_backoff_;
+    }
+
+    // Waiting commands are held in memory and in the prefetch window, and clients decide how
+    // many come for a locked job: past half the window or batch_bytes of bodies, the latest
+    // are rejected (new commands must keep coming, and memory stays bounded).
+    void bound_waiting(const std::vector<Received>& round, const std::vector<Command>& commands,
+                       Outcomes& outcomes) const {
+        std::size_t count = 0, bytes = 0;
+        for (const auto& waiting : waiting_) {
+            ++count;
+            bytes += waiting.delivery.message.body.size();
+        }
+        const std::size_t max_count = std::max<std::size_t>(options_.prefetch / 2, 1);
+        for (std::size_t i = 0; i < round.size(); ++i) {
+            if (outcomes[i]) continue;
+            const auto body = round[i].delivery.message.body.size();
+            if (count + 1 <= max_count && bytes + body <= options_.batch_bytes) {
+                ++count;
+                bytes += body;
+                continue;
+            }
+            outcomes[i] = CommandOutcome{CommandStatus::rejected, std::nullopt,
+                                         "job " + quote_value(commands[i].id, 64) +
+                                             " is locked by another PostgreSQL transaction, and " +
+                                             std::to_string(count) +
+                                             " commands already wait for locked jobs"};
+        }
     }
 
     bool retry_due() const {

@@ -400,5 +400,39 @@ TEST_F(IngestSessionTest, commands_for_a_locked_job_wait_in_order_and_the_others
     EXPECT_EQ(world.stored[3].due_at, kNoon + 4s) << "the second command for the job came second";
 }
 
+// Clients decide how many commands come for a locked job: at most half the prefetch window
+// waits, and the latest beyond it are rejected, so that new commands keep coming.
+TEST_F(IngestSessionTest, at_most_half_the_prefetch_window_waits_for_locked_jobs) {
+    options.batch_size = 5;
+    options.batch_wait = 1h;
+    options.prefetch = 4;
+    world.locked_ids = {"held"};
+    for (int i = 0; i < 4; ++i) world.send(delayed("held", 1000 + i));
+    world.send(delayed("free", 1000));
+    start();
+    ASSERT_TRUE(eventually([](const auto& events) {
+        return std::count(events.begin(), events.end(), "ack one 5") == 1;
+    }));
+    finish();
+    std::lock_guard lock(world.mutex);
+    ASSERT_EQ(world.stored.size(), 1u);
+    EXPECT_EQ(world.stored[0].id, "free");
+    // The first two wait (never acked); the last two were rejected, copies confirmed, acked.
+    ASSERT_EQ(world.published.size(), 2u);
+    for (const auto& copy : world.published) {
+        const auto* error = find_header(copy.properties, header::kError);
+        ASSERT_NE(error, nullptr);
+        EXPECT_EQ(std::get<std::string>(error->value),
+                  "job 'held' is locked by another PostgreSQL transaction, and 2 commands already "
+                  "wait for locked jobs");
+    }
+    EXPECT_EQ(std::count(world.log.begin(), world.log.end(), "ack one 3"), 1);
+    EXPECT_EQ(std::count(world.log.begin(), world.log.end(), "ack one 4"), 1);
+    for (const auto& event : world.log) {
+        EXPECT_NE(event, "ack one 1");
+        EXPECT_NE(event, "ack one 2");
+    }
+}
+
 }  // namespace
 }  // namespace hourglass::ingest

@@ -141,7 +141,7 @@ private:
         }
         // Retried apart from the batch: a job still locked costs the batch no second wait.
         std::unordered_set<std::string> waiting_ids;
-        for (const auto& received : waiting_) waiting_ids.insert(command_id(received));
+        if (!retrying) waiting_ids = waiting_ids_;
         const auto apply = [this](std::span<const Command> part) { return store_->apply(part); };
         const std::span<const Command> all(commands);
         auto outcomes = apply_isolating(all.first(retried), apply, waiting_ids);
@@ -207,7 +207,7 @@ private:
                 }
             }
         }
-        settle_round(round, outcomes, retrying);
+        settle_round(round, commands, outcomes, retrying);
         metrics_.count_outcomes(applied);
         spdlog::debug("ingest: committed {} commands ({} rejected, {} waiting)", applied.size(),
                       rejected, waiting_.size());
@@ -219,15 +219,19 @@ private:
     // Acks the round's commands that have an outcome and keeps the others waiting, in delivery
     // order. While an earlier command waits, later ones are acked one by one (an ack "through"
     // a tag would ack the waiting one too).
-    void settle_round(std::vector<Received>& round, const Outcomes& outcomes, bool retried) {
+    void settle_round(std::vector<Received>& round, const std::vector<Command>& commands,
+                      const Outcomes& outcomes, bool retried) {
         std::deque<Received> waiting = std::move(waiting_);  // not tried this round
         waiting_.clear();
+        const bool was_waiting = !waiting.empty();
+        if (retried) waiting_ids_.clear();
         std::vector<std::uint64_t> done;
         for (std::size_t i = 0; i < round.size(); ++i) {
             if (outcomes[i]) {
                 done.push_back(round[i].delivery.delivery_tag);
             } else {
                 waiting.push_back(std::move(round[i]));
+                waiting_ids_.insert(commands[i].id);
             }
         }
         const auto first_waiting = waiting.empty() ? std::numeric_limits<std::uint64_t>::max()
@@ -243,12 +247,16 @@ private:
         if (through) channel_->ack_through(*through);
         waiting_ = std::move(waiting);
         metrics_.set_waiting(waiting_.size());
+        // The retry time moves only when the waiting ones were tried (or start to wait), not
+        // with every batch that goes by meanwhile.
         if (waiting_.empty()) {
             retry_backoff_ = kFirstRetry;
         } else if (retried) {
             retry_backoff_ = std::min(retry_backoff_ * 2, kLastRetry);
+            retry_at_ = std::chrono::steady_clock::now() + retry_backoff_;
+        } else if (!was_waiting) {
+            retry_at_ = std::chrono::steady_clock::now() + retry_backoff_;
         }
-        if (!waiting_.empty()) retry_at_ = std::chrono::steady_clock::now() + retry_backoff_;
     }
 
     // Waiting commands are held in memory and in the prefetch window, and clients decide how
@@ -280,12 +288,6 @@ private:
 
     bool retry_due() const {
         return !waiting_.empty() && std::chrono::steady_clock::now() >= retry_at_;
-    }
-
-    std::string command_id(const Received& received) const {
-        return parse_command(received.delivery.message, received.received_at, limits_,
-                             generate_uuid)
-            .id;
     }
 
     // For the console's list of recent rejections (migration 008). Rejections are what a bad
@@ -325,6 +327,7 @@ private:
     static constexpr std::chrono::milliseconds kFirstRetry{250};
     static constexpr std::chrono::milliseconds kLastRetry{4000};
     std::deque<Received> waiting_;
+    std::unordered_set<std::string> waiting_ids_;  // their job ids
     std::chrono::steady_clock::time_point retry_at_{};
     std::chrono::milliseconds retry_backoff_{kFirstRetry};
     // Clients decide how often these run; the metrics count every one.

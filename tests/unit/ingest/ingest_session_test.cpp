@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <deque>
 #include <mutex>
 #include <pqxx/except>
@@ -432,6 +433,43 @@ TEST_F(IngestSessionTest, at_most_half_the_prefetch_window_waits_for_locked_jobs
         EXPECT_NE(event, "ack one 1");
         EXPECT_NE(event, "ack one 2");
     }
+}
+
+// The waiting commands are tried again on time also while other commands keep coming: the
+// batches going by do not postpone the retry.
+TEST_F(IngestSessionTest, a_steady_stream_of_commands_does_not_postpone_the_retry) {
+    options.batch_size = 1;
+    options.batch_wait = 1h;
+    world.locked_ids = {"held"};
+    world.send(delayed("held", 1000));
+    start();
+    ASSERT_TRUE(eventually([](const auto& events) {
+        return std::count(events.begin(), events.end(), "lock timeout on held") >= 1;
+    }));
+    std::atomic<bool> streaming{true};
+    std::jthread stream([&] {
+        for (int i = 0; streaming; ++i) {
+            world.send(delayed("stream-" + std::to_string(i), 1000));
+            std::this_thread::sleep_for(20ms);
+        }
+    });
+    std::this_thread::sleep_for(300ms);
+    {
+        std::lock_guard lock(world.mutex);
+        world.locked_ids.clear();
+    }
+    const auto unlocked = std::chrono::steady_clock::now();
+    const bool applied = eventually([&](const auto&) {
+        std::lock_guard lock(world.mutex);
+        return std::any_of(world.stored.begin(), world.stored.end(),
+                           [](const auto& job) { return job.id == "held"; });
+    });
+    const auto took = std::chrono::steady_clock::now() - unlocked;
+    streaming = false;
+    stream.join();
+    finish();
+    EXPECT_TRUE(applied);
+    EXPECT_LT(took, 2s) << "the retry waits at most its backoff (here 0.5-1 s), stream or not";
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // The ingest session with a fake broker channel and a fake store (IngestSeams): a batch is
 // acked once, after it is committed and after its rejected copies are confirmed; nothing is
 // acked when the database or the broker refuses; x-delay counts from the receive time; the
-// loader is woken only for jobs due within the horizon.
+// loader is woken only for jobs due within the horizon; commands for a job locked by another
+// transaction wait, in order and bounded, without holding up the others.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -349,12 +350,6 @@ TEST_F(IngestSessionTest, a_batch_ends_at_batch_bytes_of_bodies) {
     EXPECT_EQ(world.events(),
               (std::vector<std::string>{"apply 2", "ack 2", "apply 2", "ack 4"}));
 }
-
-}  // namespace
-}  // namespace hourglass::ingest
-
-namespace hourglass::ingest {
-namespace {
 
 // A job's row locked by another transaction (an operator's open one): its commands wait,
 // unacked and in order, while the commands for other jobs are applied and acked; once the lock

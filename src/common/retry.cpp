@@ -2,8 +2,10 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <mutex>
+#include <utility>
 
 namespace hourglass {
 
@@ -40,6 +42,18 @@ void run_with_reconnect(const std::string& component, std::stop_token stop,
         }
         if (!sleep_unless_stopped(stop, delay)) return;
         delay = std::min(delay * 2, backoff.max);
+    }
+}
+
+void LockedRowsRetry::settled(Clock::time_point now, bool waiting, bool tried_waiting) {
+    const bool was_waiting = std::exchange(waiting_, waiting);
+    if (!waiting) {
+        backoff_ = kFirst;
+    } else if (tried_waiting && was_waiting) {
+        backoff_ = std::min(backoff_ * 2, kLast);
+        at_ = now + backoff_;
+    } else if (!was_waiting) {
+        at_ = now + backoff_;
     }
 }
 

@@ -223,7 +223,6 @@ private:
                       const Outcomes& outcomes, bool retried) {
         std::deque<Received> waiting = std::move(waiting_);  // not tried this round
         waiting_.clear();
-        const bool was_waiting = !waiting.empty();
         if (retried) waiting_ids_.clear();
         std::vector<std::uint64_t> done;
         for (std::size_t i = 0; i < round.size(); ++i) {
@@ -247,16 +246,7 @@ private:
         if (through) channel_->ack_through(*through);
         waiting_ = std::move(waiting);
         metrics_.set_waiting(waiting_.size());
-        // The retry time moves only when the waiting ones were tried (or start to wait), not
-        // with every batch that goes by meanwhile.
-        if (waiting_.empty()) {
-            retry_backoff_ = kFirstRetry;
-        } else if (retried) {
-            retry_backoff_ = std::min(retry_backoff_ * 2, kLastRetry);
-            retry_at_ = std::chrono::steady_clock::now() + retry_backoff_;
-        } else if (!was_waiting) {
-            retry_at_ = std::chrono::steady_clock::now() + retry_backoff_;
-        }
+        retry_.settled(std::chrono::steady_clock::now(), !waiting_.empty(), retried);
     }
 
     // Waiting commands are held in memory and in the prefetch window, and clients decide how
@@ -286,9 +276,7 @@ private:
         }
     }
 
-    bool retry_due() const {
-        return !waiting_.empty() && std::chrono::steady_clock::now() >= retry_at_;
-    }
+    bool retry_due() const { return retry_.due(std::chrono::steady_clock::now()); }
 
     // For the console's list of recent rejections (migration 008). Rejections are what a bad
     // command ends in, so their record must never hold up the others: a refusal by the database
@@ -323,13 +311,10 @@ private:
     std::size_t batch_bytes_ = 0;
     amqp::ConfirmTracker<Publication> publications_;
     // Commands whose job row another transaction keeps locked, in delivery order: unacked and
-    // tried again at retry_at_, every 250 ms at first and at most every 4 s.
-    static constexpr std::chrono::milliseconds kFirstRetry{250};
-    static constexpr std::chrono::milliseconds kLastRetry{4000};
+    // tried again when retry_ says.
     std::deque<Received> waiting_;
     std::unordered_set<std::string> waiting_ids_;  // their job ids
-    std::chrono::steady_clock::time_point retry_at_{};
-    std::chrono::milliseconds retry_backoff_{kFirstRetry};
+    LockedRowsRetry retry_;
     // Clients decide how often these run; the metrics count every one.
     LogBudget rejection_lines_;
     LogBudget refused_receipt_lines_;

@@ -21,6 +21,10 @@ LoaderMetrics::LoaderMetrics(metrics::Registry& registry)
           "hourglass_runs_held",
           "Claimed runs the loader holds in memory, waiting for their publish instant or for the "
           "broker's confirm.")),
+      handovers_waiting_(registry.add_gauge(
+          "hourglass_handovers_waiting",
+          "Runs handed over (confirmed by the broker) whose record waits for rows another "
+          "PostgreSQL transaction holds; the others are recorded meanwhile.")),
       clock_offset_seconds_(registry.add_gauge(
           "hourglass_clock_offset_seconds",
           "PostgreSQL's clock minus this host's, measured at each heartbeat; due times are "

@@ -1,6 +1,6 @@
 // The loader's series (/metrics): runs handed over and re-sent, how late each hand-over was,
-// publishes awaiting a confirm, runs held in memory, the clock offset to PostgreSQL and the
-// publisher's scheduling.
+// publishes awaiting a confirm, runs held in memory, hand-overs whose record waits for a lock,
+// the clock offset to PostgreSQL and the publisher's scheduling.
 #pragma once
 
 #include <chrono>
@@ -26,6 +26,10 @@ public:
     }
     // Claimed runs in memory: waiting for their publish instant or for a confirm.
     void set_runs_held(std::size_t runs) noexcept { runs_held_.set(static_cast<double>(runs)); }
+    // Runs the broker confirmed whose record waits for rows another transaction holds.
+    void set_handovers_waiting(std::size_t runs) noexcept {
+        handovers_waiting_.set(static_cast<double>(runs));
+    }
     void set_clock_offset(std::chrono::microseconds offset) noexcept;
     // Whether the publisher thread got real-time scheduling (--realtime-publisher).
     void set_publisher_realtime(bool realtime) noexcept { publisher_realtime_.set(realtime ? 1 : 0); }
@@ -36,6 +40,7 @@ private:
     metrics::Histogram& handover_lateness_seconds_;
     metrics::Gauge& unconfirmed_publishes_;
     metrics::Gauge& runs_held_;
+    metrics::Gauge& handovers_waiting_;
     metrics::Gauge& clock_offset_seconds_;
     metrics::Gauge& publisher_realtime_;
 };

@@ -37,9 +37,11 @@ public:
     virtual Claim claim_due(const std::string& owner, TimePoint horizon_end, ClaimLimit limit,
                             Milliseconds lease, std::optional<TimePoint> resend_due_before) = 0;
     // Records runs the broker confirmed; only runs still leased to `owner` change. A run
-    // observed with another whose release was already recorded ends `done` at once.
-    virtual void record_handed_over(const std::string& owner,
-                                    const std::vector<HandedOverRun>& runs) = 0;
+    // observed with another whose release was already recorded ends `done` at once. Never waits
+    // for a row lock: returns the runs it left because another transaction holds their row (or
+    // the row of the run they are observed with), for the caller to record later.
+    virtual std::vector<HandedOverRun> record_handed_over(
+        const std::string& owner, const std::vector<HandedOverRun>& runs) = 0;
     // Gives back claimed runs that were not published, so that any instance claims them.
     virtual void release_claims(const std::string& owner, const std::vector<std::string>& ids) = 0;
     // Records that `owner` is alive; forgets instances silent for `takeover_after` and gives

@@ -127,22 +127,34 @@ void prepare_statements(pqxx::connection& c) {
               "WHERE j.id = x.id AND j.lease_owner IS NOT DISTINCT FROM $1 "
               "AND j.runs IN (x.run - 1, x.run)");
     // The loader (hand-over) and the audit (release) each lock the runs whose release the audit
-    // observes, in id order, before anything else (the loader: its runs observed alone and the
-    // runs the others are observed with): whichever commits second sees the other's work, so a
-    // group's runs end `done` whatever the order, and the two cannot deadlock.
+    // observes before anything else (the loader: its runs observed alone and the runs the
+    // others are observed with): whichever commits second sees the other's work, so a group's
+    // runs end `done` whatever the order. The audit waits for these locks, in id order; the
+    // loader takes the rows it can and never waits, so the two cannot deadlock.
     c.prepare("lock_observed_runs",
               "SELECT id FROM jobs WHERE id IN (SELECT jsonb_array_elements_text($1::jsonb)) "
               "ORDER BY id FOR UPDATE");
+    c.prepare("lock_unless_locked",
+              "SELECT id FROM jobs WHERE id IN (SELECT jsonb_array_elements_text($1::jsonb)) "
+              "ORDER BY id FOR UPDATE SKIP LOCKED");
+    // Of rows a lock skipped, those that exist: another transaction holds them (or they are
+    // gone, and nothing waits for them).
+    c.prepare("existing_ids",
+              "SELECT id FROM jobs WHERE id IN (SELECT jsonb_array_elements_text($1::jsonb))");
     c.prepare("heartbeat",
               "INSERT INTO instances (id) VALUES ($1) "
               "ON CONFLICT (id) DO UPDATE SET heartbeat_at = now()");
     c.prepare("forget_dead_instances",
               "DELETE FROM instances WHERE heartbeat_at < now() - $2 * interval '1 millisecond' "
               "AND id <> $1 RETURNING id");
+    // Rows another transaction holds keep their lease: claim_due takes it over once it ends
+    // (lease_until), since its owner no longer beats. Waiting here would hold up a clean stop,
+    // or every heartbeat, for as long as an operator's transaction stays open.
     c.prepare("release_claims_of_owners",
               "UPDATE jobs SET lease_owner = NULL, lease_until = NULL, updated_at = now() "
-              "WHERE lease_owner IS NOT NULL "
-              "AND lease_owner IN (SELECT jsonb_array_elements_text($1::jsonb))");
+              "WHERE id IN (SELECT id FROM jobs WHERE lease_owner IS NOT NULL "
+              "AND lease_owner IN (SELECT jsonb_array_elements_text($1::jsonb)) "
+              "FOR UPDATE SKIP LOCKED)");
     c.prepare("leave", "DELETE FROM instances WHERE id = $1");
     c.prepare("release_claims",
               "UPDATE jobs SET lease_owner = NULL, lease_until = NULL, updated_at = now() "
@@ -385,13 +397,41 @@ Claim JobStore::claim_due(const std::string& owner, TimePoint horizon_end, Claim
     return claim;
 }
 
-void JobStore::record_handed_over(const std::string& owner,
-                                  const std::vector<HandedOverRun>& runs) {
-    if (runs.empty()) return;
-    json rows = json::array();
-    // Each group's last run once, however many runs are observed with it.
-    std::set<std::string> observed;
+std::vector<HandedOverRun> JobStore::record_handed_over(const std::string& owner,
+                                                        const std::vector<HandedOverRun>& runs) {
+    if (runs.empty()) return {};
+    // The rows each run's record locks: its own, and the run it is observed with, which may
+    // have been confirmed in another batch (each group's last run once).
+    const auto observed_id = [](const HandedOverRun& run) -> const std::string& {
+        return run.observed_with ? run.observed_with->id : run.id;
+    };
+    std::set<std::string> wanted;
     for (const auto& run : runs) {
+        wanted.insert(run.id);
+        wanted.insert(observed_id(run));
+    }
+    pqxx::work tx(*connection_);
+    std::set<std::string> locked;
+    for (const auto& row : tx.exec_prepared("lock_unless_locked", json(wanted).dump())) {
+        locked.insert(row[0].as<std::string>());
+    }
+    std::set<std::string> held_elsewhere;
+    if (locked.size() < wanted.size()) {
+        json skipped = json::array();
+        for (const auto& id : wanted) {
+            if (!locked.contains(id)) skipped.push_back(id);
+        }
+        for (const auto& row : tx.exec_prepared("existing_ids", skipped.dump())) {
+            held_elsewhere.insert(row[0].as<std::string>());
+        }
+    }
+    json rows = json::array();
+    std::vector<HandedOverRun> left;
+    for (const auto& run : runs) {
+        if (held_elsewhere.contains(run.id) || held_elsewhere.contains(observed_id(run))) {
+            left.push_back(run);
+            continue;
+        }
         json row = {{"id", run.id},
                     {"run", run.run},
                     {"next_due", optional_time(run.next_due)},
@@ -399,17 +439,12 @@ void JobStore::record_handed_over(const std::string& owner,
         if (run.observed_with) {
             row["with_id"] = run.observed_with->id;
             row["with_run"] = run.observed_with->run;
-            // The run it is observed with, which may have been confirmed in another batch.
-            observed.insert(run.observed_with->id);
-        } else {
-            observed.insert(run.id);
         }
         rows.push_back(std::move(row));
     }
-    pqxx::work tx(*connection_);
-    tx.exec_prepared("lock_observed_runs", json(observed).dump());
-    tx.exec_prepared("record_handed_over", owner, rows.dump());
+    if (!rows.empty()) tx.exec_prepared("record_handed_over", owner, rows.dump());
     tx.commit();
+    return left;
 }
 
 void JobStore::release_claims(const std::string& owner, const std::vector<std::string>& ids) {

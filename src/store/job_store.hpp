@@ -64,9 +64,11 @@ public:
                                       std::size_t limit, Milliseconds lease) {
         return claim_due(owner, horizon_end, ClaimLimit{.runs = limit}, lease, std::nullopt).runs;
     }
-    // Records runs the broker confirmed; only runs still leased to `owner` are changed.
-    void record_handed_over(const std::string& owner,
-                            const std::vector<HandedOverRun>& runs) override;
+    // Records runs the broker confirmed; only runs still leased to `owner` are changed. Runs
+    // whose rows another transaction holds are returned, not waited for (an operator's open
+    // UPDATE would otherwise stop every record behind them).
+    std::vector<HandedOverRun> record_handed_over(const std::string& owner,
+                                                  const std::vector<HandedOverRun>& runs) override;
     // Gives back claimed runs that were not published (shutdown), so others take them at once.
     void release_claims(const std::string& owner, const std::vector<std::string>& ids) override;
     // Live leases (reference §6, migration 007). Records that `owner` is alive, forgets instances

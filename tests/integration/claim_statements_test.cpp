@@ -4,6 +4,7 @@
 // with 50,000 claimed, and a plan kept from an empty table made a claim take 25 s.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 #include <thread>
 #include <utility>
@@ -140,6 +141,49 @@ TEST_F(ClaimStatements, a_claim_stops_at_its_byte_budget_and_says_whether_more_i
         "('small', 'jobs.test', now() + interval '1 second', '\\x00', '{}')");
     EXPECT_EQ(claim({.runs = 1000, .bytes = 1000}), std::make_pair(Ids{"large"}, true));
     EXPECT_EQ(claim({.runs = 1000, .bytes = 1000}), std::make_pair(Ids{"small"}, false));
+}
+
+// An operator's open transaction holds one claimed row: the record of a batch neither waits for
+// it nor fails; it records the others and returns the runs it left (that one, and a run observed
+// with it). A row deleted meanwhile is not waited for either.
+TEST_F(ClaimStatements, a_record_leaves_the_runs_whose_rows_another_transaction_holds) {
+    store::migrate(*db_, schema_, false);
+    store::JobStore store({pg_url_, schema_});
+    sql("INSERT INTO jobs (id, routing_key, due_at, body, properties) "
+        "SELECT id, 'jobs.test', now() + interval '1 second', '\\x00', '{}' "
+        "FROM unnest(ARRAY['free', 'held', 'member', 'gone']) id");
+    ASSERT_EQ(store.claim_due("loader", now_ms() + 60s, 1000, 60s).size(), 4u);
+    pqxx::connection operator_session(pg_url_);
+    pqxx::work held(operator_session);
+    held.exec("UPDATE " + held.quote_name(schema_) +
+              ".jobs SET routing_key = routing_key "
+              "WHERE id = 'held'");
+    sql("DELETE FROM jobs WHERE id = 'gone'");
+
+    const std::vector<HandedOverRun> handed_over = {
+        {"free", 1, std::nullopt, true, std::nullopt},
+        {"held", 1, std::nullopt, true, std::nullopt},
+        {"member", 1, std::nullopt, true, RunRef{"held", 1}},
+        {"gone", 1, std::nullopt, true, std::nullopt}};
+    const auto asked = std::chrono::steady_clock::now();
+    const auto left = store.record_handed_over("loader", handed_over);
+    EXPECT_LT(std::chrono::steady_clock::now() - asked, 1s) << "the record waited for the lock";
+    std::set<std::string> left_ids;
+    for (const auto& run : left) left_ids.insert(run.id);
+    EXPECT_EQ(left_ids, (std::set<std::string>{"held", "member"}));
+    const auto states = [&] {
+        std::map<std::string, std::string> by_id;
+        for (const auto& row : sql("SELECT id, state FROM jobs"))
+            by_id[row[0].c_str()] = row[1].c_str();
+        return by_id;
+    };
+    EXPECT_EQ(states(), (std::map<std::string, std::string>{
+                            {"free", "enqueued"}, {"held", "pending"}, {"member", "pending"}}));
+
+    held.abort();
+    EXPECT_TRUE(store.record_handed_over("loader", left).empty());
+    EXPECT_EQ(states(), (std::map<std::string, std::string>{
+                            {"free", "enqueued"}, {"held", "enqueued"}, {"member", "enqueued"}}));
 }
 
 }  // namespace

@@ -194,5 +194,42 @@ TEST_F(Faults, a_job_locked_by_another_transaction_holds_up_no_other_command) {
         5s));
 }
 
+// The loader's record of hand-overs meets the same lock: a run claimed (it waits in memory for
+// its publish instant, with a 10 min horizon) when an operator's transaction locks its row.
+// Runs handed over after it are recorded all the same; it is recorded once the lock is gone.
+TEST_F(Faults, a_claimed_job_locked_by_another_transaction_holds_up_no_other_hand_over) {
+    auto& process = start_hourglass({"--horizon", "10m"});
+    Client client(amqp_url_);
+    client.publish(delayed("victim", 35000));
+    ASSERT_TRUE(eventually("SELECT (lease_owner IS NOT NULL)::text FROM jobs WHERE id = 'victim'",
+                           "true", 10s));
+
+    pqxx::connection operator_session(pg_url_);
+    pqxx::work held(operator_session);
+    held.exec("UPDATE " + held.quote_name(schema_) +
+              ".jobs SET routing_key = routing_key WHERE id = 'victim'");
+    // Claimed at once, published and confirmed after the victim, 5-15 s from now.
+    for (int i = 0; i < 5; ++i) client.publish(delayed("other-" + std::to_string(i), 36000 + i));
+    EXPECT_TRUE(eventually(
+        "SELECT count(*) FROM jobs WHERE id LIKE 'other-%' AND state = 'enqueued'", "5", 20s))
+        << process.log_tail();
+    EXPECT_EQ(job_state("victim"), "pending");
+    EXPECT_TRUE(wait_for(
+        [&] {
+            return http_get(process.http_port(), "/metrics")
+                       .body.find("hourglass_handovers_waiting 1\n") != std::string::npos;
+        },
+        5s));
+
+    held.commit();  // the operator's transaction ends
+    EXPECT_TRUE(eventually("SELECT state FROM jobs WHERE id = 'victim'", "enqueued", 10s));
+    EXPECT_TRUE(wait_for(
+        [&] {
+            return http_get(process.http_port(), "/metrics")
+                       .body.find("hourglass_handovers_waiting 0\n") != std::string::npos;
+        },
+        5s));
+}
+
 }  // namespace
 }  // namespace hourglass::testing

@@ -58,6 +58,7 @@ struct FakeDatabase {
     int release_all_calls = 0;
     int leaves = 0;
     std::vector<std::string> released;  // ids given back one by one (release_claims)
+    std::set<std::string> locked;       // rows another transaction holds: records leave them
 
     void add(const std::string& id, TimePoint due) {
         ClaimedRun run;
@@ -133,12 +134,18 @@ public:
         }
         return claim;
     }
-    void record_handed_over(const std::string& owner,
-                            const std::vector<HandedOverRun>& runs) override {
+    std::vector<HandedOverRun> record_handed_over(const std::string& owner,
+                                                  const std::vector<HandedOverRun>& runs) override {
         std::lock_guard lock(db_.mutex);
         db_.check_reachable();
         if (!runs.empty()) ++db_.records;
+        std::vector<HandedOverRun> left;
         for (const auto& run : runs) {
+            const auto& observed = run.observed_with ? run.observed_with->id : run.id;
+            if (db_.locked.contains(run.id) || db_.locked.contains(observed)) {
+                left.push_back(run);
+                continue;
+            }
             auto& row = db_.rows.at(run.id);
             if (row.owner == owner) {
                 row.handed_over = true;
@@ -147,6 +154,7 @@ public:
                 row.owner.clear();
             }
         }
+        return left;
     }
     void release_claims(const std::string& owner, const std::vector<std::string>& ids) override {
         std::lock_guard lock(db_.mutex);
@@ -697,6 +705,43 @@ TEST_F(LoaderTest, a_clean_stop_gives_back_unpublished_claims_and_leaves) {
     stop();
     EXPECT_FALSE(db.claimed("due-later"));
     EXPECT_TRUE(broker.publishes().empty());
+    EXPECT_EQ(db.read([](const FakeDatabase& d) { return d.leaves; }), 1);
+}
+
+// An operator's transaction holds a claimed run's row (JobStore::record_handed_over never waits
+// for it): the runs confirmed with it and after it are recorded, it is tried again with a
+// backoff, not in a loop, and recorded once the row is free.
+TEST_F(LoaderTest, a_run_whose_row_another_transaction_holds_holds_up_no_other_record) {
+    db.read([](FakeDatabase& d) { d.locked.insert("held"); });
+    db.add("held", in(200ms));
+    db.add("with-it", in(200ms));
+    db.add("after-it", in(900ms));
+    start(options());
+    ASSERT_TRUE(eventually([&] { return db.handed_over() == 2; }));
+    EXPECT_TRUE(db.claimed("held"));
+    EXPECT_EQ(metric("hourglass_handovers_waiting"), 1);
+    EXPECT_EQ(metric("hourglass_runs_enqueued_total"), 2);
+    const auto records = db.read([](const FakeDatabase& d) { return d.records; });
+    std::this_thread::sleep_for(1s);
+    // Tried again after 250, then 500 ms (and at most a record of another run meanwhile).
+    EXPECT_LE(db.read([](const FakeDatabase& d) { return d.records; }) - records, 3);
+
+    db.read([](FakeDatabase& d) { d.locked.clear(); });
+    ASSERT_TRUE(eventually([&] { return db.handed_over() == 3; }, 5s));
+    EXPECT_EQ(metric("hourglass_handovers_waiting"), 0);
+    EXPECT_EQ(loader->runs_handed_over(), 3u);
+}
+
+// A stop does not wait for the lock: the run stays claimed, for the next instance to take over.
+TEST_F(LoaderTest, a_clean_stop_leaves_a_run_whose_row_another_transaction_holds_unrecorded) {
+    db.read([](FakeDatabase& d) { d.locked.insert("held"); });
+    db.add("held", in(200ms));
+    start(options());
+    ASSERT_TRUE(eventually([&] { return metric("hourglass_handovers_waiting") == 1; }));
+    const auto asked = std::chrono::steady_clock::now();
+    stop();
+    EXPECT_LT(std::chrono::steady_clock::now() - asked, 1s);
+    EXPECT_EQ(db.handed_over(), 0u);
     EXPECT_EQ(db.read([](const FakeDatabase& d) { return d.leaves; }), 1);
 }
 

@@ -231,5 +231,42 @@ TEST_F(Faults, a_claimed_job_locked_by_another_transaction_holds_up_no_other_han
         5s));
 }
 
+// SIGTERM while such a run waits to be recorded: the stop waits neither for its record nor to
+// give back the claim (it stays claimed, for the next instance to take over once its lease
+// ends). Waiting for the lock would keep the process until --stop-timeout (10 s) killed it.
+TEST_F(Faults, a_stop_does_not_wait_for_a_claimed_job_locked_by_another_transaction) {
+    auto& process = start_hourglass({"--horizon", "10m"});
+    Client client(amqp_url_);
+    client.publish(delayed("victim", 35000));
+    ASSERT_TRUE(eventually("SELECT (lease_owner IS NOT NULL)::text FROM jobs WHERE id = 'victim'",
+                           "true", 10s));
+    pqxx::connection operator_session(pg_url_);
+    pqxx::work held(operator_session);
+    held.exec("UPDATE " + held.quote_name(schema_) +
+              ".jobs SET routing_key = routing_key WHERE id = 'victim'");
+    ASSERT_TRUE(wait_for(
+        [&] {
+            return http_get(process.http_port(), "/metrics")
+                       .body.find("hourglass_handovers_waiting 1\n") != std::string::npos;
+        },
+        20s));
+
+    const auto asked = std::chrono::steady_clock::now();
+    const int status = process.terminate(20s);
+    const auto took = std::chrono::steady_clock::now() - asked;
+    EXPECT_EQ(status, 0) << process.log_tail();
+    EXPECT_LT(took, 5s) << "SIGTERM took "
+                        << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
+                        << " ms";
+    EXPECT_NE(process.log_tail(100).find("stopping with 1 handed-over runs not recorded"),
+              std::string::npos)
+        << process.log_tail();
+    held.commit();
+    EXPECT_EQ(sql("SELECT state || ' ' || (lease_owner IS NOT NULL)::text FROM jobs "
+                  "WHERE id = 'victim'")[0][0]
+                  .as<std::string>(),
+              "pending true");
+}
+
 }  // namespace
 }  // namespace hourglass::testing

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "amqp/ack_plan.hpp"
 #include "audit/audit_metrics.hpp"
 #include "common/log_budget.hpp"
 #include "common/retry.hpp"
@@ -59,40 +60,85 @@ void audit_session(const AuditOptions& options, const AuditSeams& seams, AuditMe
     using Clock = std::chrono::steady_clock;
     constexpr auto kNoBatch = Clock::time_point::max();  // flush_at while the batch is empty
     std::vector<ObservedRelease> batch;
-    std::uint64_t last_tag = 0;
-    std::size_t held = 0;  // copies delivered and not yet acked, recorded or not
+    std::vector<std::uint64_t> batch_tags;       // the delivery of each release in the batch
+    std::vector<std::uint64_t> unrecorded_tags;  // deliveries since the last flush not to record
+    std::size_t held = 0;  // copies delivered and not yet acked, recorded, waiting or not
     auto flush_at = kNoBatch;
     Clock::time_point first_at{};  // when the batch's first copy came
     bool burst = false;            // the last batch was recorded at a burst's pace
     LogBudget foreign_lines;       // whoever may publish to the audit queue decides how many
+    // Copies whose runs' rows another transaction holds: unacked, and tried again (with the
+    // batch of the moment) when `retry` says. The prefetch window bounds them.
+    std::vector<std::pair<ObservedRelease, std::uint64_t>> waiting;
+    LockedRowsRetry retry;
     auto flush = [&] {
-        if (last_tag == 0) return;
+        const bool try_waiting = retry.due(Clock::now());
+        if (batch_tags.empty() && unrecorded_tags.empty() && !try_waiting) return;
         // The pace at which the batch came, not counting the time its record takes.
         const auto span = std::max<Clock::duration>(Clock::now() - first_at, options.batch_wait);
-        const auto runs = store->record_releases(batch);
+        if (try_waiting) {
+            for (auto& [release, tag] : waiting) {
+                batch.push_back(std::move(release));
+                batch_tags.push_back(tag);
+            }
+            waiting.clear();
+        }
+        const auto recorded = store->record_releases(batch);
+        std::vector<bool> left(batch.size(), false);
+        for (const auto i : recorded.left) left[i] = true;
+        std::vector<std::uint64_t> settled = std::move(unrecorded_tags);
+        for (std::size_t i = 0; i < batch.size(); ++i) {
+            if (left[i]) {
+                waiting.emplace_back(std::move(batch[i]), batch_tags[i]);
+            } else {
+                settled.push_back(batch_tags[i]);
+            }
+        }
         burst = options.burst_runs_per_second > 0 &&
-                static_cast<double>(runs.size()) >=
+                static_cast<double>(recorded.lateness_ms.size()) >=
                     static_cast<double>(options.burst_runs_per_second) *
                         std::chrono::duration<double>(span).count();
-        metrics.count_releases(batch.size(), runs);
-        feed->ack(last_tag, /*multiple=*/true);
-        spdlog::debug("audit: recorded {} releases ({} runs)", batch.size(), runs.size());
+        metrics.count_releases(batch.size() - recorded.left.size(), recorded.lateness_ms);
+        std::optional<std::uint64_t> first_waiting;
+        for (const auto& entry : waiting) {
+            if (!first_waiting || entry.second < *first_waiting) first_waiting = entry.second;
+        }
+        const auto acks = amqp::plan_acks(settled, first_waiting);
+        for (const auto tag : acks.one_by_one) feed->ack(tag, /*multiple=*/false);
+        if (acks.through) feed->ack(*acks.through, /*multiple=*/true);
+        spdlog::debug("audit: recorded {} releases ({} runs)", batch.size() - recorded.left.size(),
+                      recorded.lateness_ms.size());
+        if (!waiting.empty() && !retry.waiting()) {
+            spdlog::warn(
+                "audit: {} releases wait to be recorded: another PostgreSQL transaction "
+                "holds their rows; the other releases are recorded meanwhile",
+                waiting.size());
+        } else if (waiting.empty() && retry.waiting()) {
+            spdlog::info("audit: the releases that waited for locked rows are recorded");
+        }
+        retry.settled(Clock::now(), !waiting.empty(), try_waiting);
+        metrics.set_releases_waiting(waiting.size());
         batch.clear();
-        last_tag = 0;
-        held = 0;
+        batch_tags.clear();
+        unrecorded_tags.clear();
+        held = waiting.size();
         flush_at = kNoBatch;
     };
 
     while (!stop.stop_requested()) {
+        auto wake_at = flush_at;
+        if (retry.waiting()) wake_at = std::min(wake_at, retry.at());
         auto wait = std::chrono::microseconds{100000};
-        if (flush_at != kNoBatch) {
-            wait = std::max(std::chrono::microseconds{0},
-                            std::chrono::duration_cast<std::chrono::microseconds>(flush_at - Clock::now()));
+        if (wake_at != kNoBatch) {
+            wait = std::max(
+                std::chrono::microseconds{0},
+                std::chrono::duration_cast<std::chrono::microseconds>(wake_at - Clock::now()));
         }
         if (auto event = feed->next_event(wait)) {
             auto* delivery = std::get_if<amqp::Delivery>(&*event);
             if (delivery == nullptr) continue;
             const auto received_at = seams.now();
+            bool recording = false;
             if (auto release = observed_release(delivery->message, received_at)) {
                 if (options.doubt_releases_around_outages && !outages.empty() &&
                     released_while_the_broker_went_down(dead_lettered_at(delivery->message),
@@ -104,12 +150,14 @@ void audit_session(const AuditOptions& options, const AuditSeams& seams, AuditMe
                     }
                 } else {
                     batch.push_back(std::move(*release));
+                    batch_tags.push_back(delivery->delivery_tag);
+                    recording = true;
                 }
             } else if (const auto grant = foreign_lines.take(Clock::now()); grant.log) {
                 spdlog::warn("audit: a message without hourglass headers on {}; ignored{}",
                              options.names.audit, left_out_note(grant.left_out, "such messages"));
             }
-            last_tag = delivery->delivery_tag;
+            if (!recording) unrecorded_tags.push_back(delivery->delivery_tag);
             ++held;
             const auto arrived = Clock::now();
             if (flush_at == kNoBatch) first_at = arrived;
@@ -121,7 +169,7 @@ void audit_session(const AuditOptions& options, const AuditSeams& seams, AuditMe
                 if (flush_at == kNoBatch) flush_at = arrived + options.batch_wait;
                 if (batch.size() >= options.batch_size) flush();
             }
-        } else if (Clock::now() >= flush_at) {
+        } else if (Clock::now() >= flush_at || retry.due(Clock::now())) {
             flush();
         }
     }

@@ -14,7 +14,11 @@ AuditMetrics::AuditMetrics(metrics::Registry& registry)
           "hourglass_release_lateness_seconds",
           "Observed release time minus the due time (or the time the command was accepted, if "
           "later).",
-          metrics::kLatenessBuckets)) {}
+          metrics::kLatenessBuckets)),
+      releases_waiting_(registry.add_gauge(
+          "hourglass_releases_waiting",
+          "Release copies held unacked because another PostgreSQL transaction holds their runs' "
+          "rows; the other releases are recorded meanwhile.")) {}
 
 void AuditMetrics::count_releases(std::size_t copies,
                                   const std::vector<double>& lateness_ms) noexcept {

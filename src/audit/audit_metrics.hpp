@@ -1,4 +1,5 @@
-// The audit's series (/metrics): releases recorded and how late each was.
+// The audit's series (/metrics): releases recorded, how late each was, and the copies whose
+// record waits for a row lock.
 #pragma once
 
 #include <cstddef>
@@ -17,11 +18,16 @@ public:
     // the rest of its release group) with the lateness of each in milliseconds (lateness_ms in
     // the jobs table).
     void count_releases(std::size_t copies, const std::vector<double>& lateness_ms) noexcept;
+    // Release copies held unacked because another transaction holds their runs' rows.
+    void set_releases_waiting(std::size_t copies) noexcept {
+        releases_waiting_.set(static_cast<double>(copies));
+    }
 
 private:
     metrics::Counter& release_copies_;
     metrics::Counter& releases_observed_;
     metrics::Histogram& release_lateness_seconds_;
+    metrics::Gauge& releases_waiting_;
 };
 
 }  // namespace hourglass::audit

@@ -9,6 +9,7 @@
 #include <optional>
 #include <unordered_set>
 
+#include "amqp/ack_plan.hpp"
 #include "amqp/confirm_tracker.hpp"
 #include "common/log_budget.hpp"
 #include "common/retry.hpp"
@@ -233,17 +234,11 @@ private:
                 waiting_ids_.insert(commands[i].id);
             }
         }
-        const auto first_waiting = waiting.empty() ? std::numeric_limits<std::uint64_t>::max()
-                                                   : waiting.front().delivery.delivery_tag;
-        std::optional<std::uint64_t> through;
-        for (const auto tag : done) {
-            if (tag < first_waiting) {
-                through = tag;
-            } else {
-                channel_->ack(tag);
-            }
-        }
-        if (through) channel_->ack_through(*through);
+        const auto first_waiting =
+            waiting.empty() ? std::nullopt : std::optional{waiting.front().delivery.delivery_tag};
+        const auto acks = amqp::plan_acks(done, first_waiting);
+        for (const auto tag : acks.one_by_one) channel_->ack(tag);
+        if (acks.through) channel_->ack_through(*acks.through);
         waiting_ = std::move(waiting);
         metrics_.set_waiting(waiting_.size());
         retry_.settled(std::chrono::steady_clock::now(), !waiting_.empty(), retried);

@@ -1,6 +1,7 @@
 #include "store/job_store.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <limits>
 #include <pqxx/pqxx>
 #include <set>
@@ -8,8 +9,8 @@
 
 #include "common/mask.hpp"
 #include "common/text.hpp"
-#include "store/job_rows.hpp"
 #include "hourglass/properties_json.hpp"
+#include "store/job_rows.hpp"
 
 namespace hourglass::store {
 
@@ -129,11 +130,9 @@ void prepare_statements(pqxx::connection& c) {
     // The loader (hand-over) and the audit (release) each lock the runs whose release the audit
     // observes before anything else (the loader: its runs observed alone and the runs the
     // others are observed with): whichever commits second sees the other's work, so a group's
-    // runs end `done` whatever the order. The audit waits for these locks, in id order; the
-    // loader takes the rows it can and never waits, so the two cannot deadlock.
-    c.prepare("lock_observed_runs",
-              "SELECT id FROM jobs WHERE id IN (SELECT jsonb_array_elements_text($1::jsonb)) "
-              "ORDER BY id FOR UPDATE");
+    // runs end `done` whatever the order. Neither waits for a row lock: each takes the rows it
+    // can and leaves the rest for later, so an operator's open transaction holds up only the
+    // runs it holds, and the two cannot deadlock.
     c.prepare("lock_unless_locked",
               "SELECT id FROM jobs WHERE id IN (SELECT jsonb_array_elements_text($1::jsonb)) "
               "ORDER BY id FOR UPDATE SKIP LOCKED");
@@ -160,6 +159,17 @@ void prepare_statements(pqxx::connection& c) {
               "UPDATE jobs SET lease_owner = NULL, lease_until = NULL, updated_at = now() "
               "WHERE lease_owner IS NOT DISTINCT FROM $1 "
               "AND id IN (SELECT jsonb_array_elements_text($2::jsonb))");
+    // The observed runs ($1: id, run) whose group has a run another transaction holds; locks
+    // the others' runs. Only a transaction that holds a group's observed run adds runs to it
+    // (record_handed_over), so the runs read here are all the group has.
+    c.prepare("lock_group_runs",
+              "WITH members AS (SELECT c.id, x.id AS observed "
+              "  FROM jsonb_to_recordset($1::jsonb) AS x(id text, run integer) "
+              "  JOIN jobs c ON c.observed_with_id = x.id AND c.observed_with_run = x.run "
+              "  WHERE c.state = 'enqueued'), "
+              "locked AS (SELECT id FROM jobs WHERE id IN (SELECT id FROM members) "
+              "  FOR UPDATE SKIP LOCKED) "
+              "SELECT DISTINCT observed FROM members WHERE id NOT IN (SELECT id FROM locked)");
     c.prepare("record_releases",
               "UPDATE jobs j SET released_at = to_timestamp(x.released_us / 1000000.0), "
               "released_run = GREATEST(COALESCE(j.released_run, 0), x.run), "
@@ -283,6 +293,29 @@ void insert_in_bulk(pqxx::work& tx, std::span<const Command> commands,
                        due == existing_due.end() ? std::nullopt : std::optional(due->second),
                        {}};
     }
+}
+
+// Locks the rows of `ids` that no other transaction holds; returns the ids of those another
+// transaction holds (never waiting for it). Rows that do not exist are in neither.
+std::set<std::string> lock_rows_not_held_elsewhere(pqxx::work& tx,
+                                                   const std::set<std::string>& ids) {
+    // Ids from a release copy's headers may be any bytes: replaced, they match no row.
+    const auto as_json = [](const auto& values) {
+        return json(values).dump(-1, ' ', false, json::error_handler_t::replace);
+    };
+    std::set<std::string> locked;
+    for (const auto& row : tx.exec_prepared("lock_unless_locked", as_json(ids))) {
+        locked.insert(row[0].as<std::string>());
+    }
+    std::set<std::string> held_elsewhere;
+    if (locked.size() == ids.size()) return held_elsewhere;
+    std::vector<std::string> skipped;
+    std::set_difference(ids.begin(), ids.end(), locked.begin(), locked.end(),
+                        std::back_inserter(skipped));
+    for (const auto& row : tx.exec_prepared("existing_ids", as_json(skipped))) {
+        held_elsewhere.insert(row[0].as<std::string>());
+    }
+    return held_elsewhere;
 }
 
 }  // namespace
@@ -411,20 +444,7 @@ std::vector<HandedOverRun> JobStore::record_handed_over(const std::string& owner
         wanted.insert(observed_id(run));
     }
     pqxx::work tx(*connection_);
-    std::set<std::string> locked;
-    for (const auto& row : tx.exec_prepared("lock_unless_locked", json(wanted).dump())) {
-        locked.insert(row[0].as<std::string>());
-    }
-    std::set<std::string> held_elsewhere;
-    if (locked.size() < wanted.size()) {
-        json skipped = json::array();
-        for (const auto& id : wanted) {
-            if (!locked.contains(id)) skipped.push_back(id);
-        }
-        for (const auto& row : tx.exec_prepared("existing_ids", skipped.dump())) {
-            held_elsewhere.insert(row[0].as<std::string>());
-        }
-    }
+    const auto held_elsewhere = lock_rows_not_held_elsewhere(tx, wanted);
     json rows = json::array();
     std::vector<HandedOverRun> left;
     for (const auto& run : runs) {
@@ -503,28 +523,46 @@ void JobStore::leave(const std::string& owner) {
     tx.commit();
 }
 
-std::vector<double> JobStore::record_releases(const std::vector<ObservedRelease>& releases) {
-    if (releases.empty()) return {};
-    json rows = json::array();
+RecordedReleases JobStore::record_releases(const std::vector<ObservedRelease>& releases) {
+    RecordedReleases recorded;
+    if (releases.empty()) return recorded;
+    std::set<std::string> observed;
+    for (const auto& release : releases) observed.insert(release.id);
+    pqxx::work tx(*connection_);
+    auto held_elsewhere = lock_rows_not_held_elsewhere(tx, observed);
+    json groups = json::array();
     for (const auto& release : releases) {
+        if (!held_elsewhere.contains(release.id))
+            groups.push_back({{"id", release.id}, {"run", release.run}});
+    }
+    const auto dump = [](const json& rows) {
+        return rows.dump(-1, ' ', false, json::error_handler_t::replace);
+    };
+    for (const auto& row : tx.exec_prepared("lock_group_runs", dump(groups))) {
+        held_elsewhere.insert(row[0].as<std::string>());
+    }
+    json rows = json::array();
+    for (std::size_t i = 0; i < releases.size(); ++i) {
+        const auto& release = releases[i];
+        if (held_elsewhere.contains(release.id)) {
+            recorded.left.push_back(i);
+            continue;
+        }
         rows.push_back({{"id", release.id},
                         {"run", release.run},
                         {"due_ms", to_epoch_ms(release.due)},
                         {"released_us", release.released_at.time_since_epoch().count()}});
     }
-    const auto released = rows.dump(-1, ' ', false, json::error_handler_t::replace);
-    json ids = json::array();
-    for (const auto& release : releases) ids.push_back(release.id);
-    pqxx::work tx(*connection_);
-    tx.exec_prepared("lock_observed_runs", ids.dump(-1, ' ', false, json::error_handler_t::replace));
-    std::vector<double> lateness_ms;
-    for (const auto* statement : {"record_releases", "record_group_releases"}) {
-        for (const auto& row : tx.exec_prepared(statement, released)) {
-            if (!row[0].is_null()) lateness_ms.push_back(row[0].as<double>());
+    if (!rows.empty()) {
+        const auto released = dump(rows);
+        for (const auto* statement : {"record_releases", "record_group_releases"}) {
+            for (const auto& row : tx.exec_prepared(statement, released)) {
+                if (!row[0].is_null()) recorded.lateness_ms.push_back(row[0].as<double>());
+            }
         }
     }
     tx.commit();
-    return lateness_ms;
+    return recorded;
 }
 
 Stats JobStore::stats() {

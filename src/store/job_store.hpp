@@ -82,9 +82,9 @@ public:
     void release_all_claims(const std::string& owner) override;
     // Unregisters `owner` (a clean stop).
     void leave(const std::string& owner) override;
-    // Records releases seen by the audit consumer; returns the lateness_ms of each release
-    // recorded (releases of unknown jobs are skipped).
-    std::vector<double> record_releases(const std::vector<ObservedRelease>& releases) override;
+    // Records releases seen by the audit consumer (see ReleaseStore); releases of unknown jobs
+    // are skipped, those whose rows another transaction holds are left.
+    RecordedReleases record_releases(const std::vector<ObservedRelease>& releases) override;
 
     Stats stats();
     // Instances that beat within `silent_for` (those another instance would not take over).

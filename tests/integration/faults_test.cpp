@@ -268,5 +268,43 @@ TEST_F(Faults, a_stop_does_not_wait_for_a_claimed_job_locked_by_another_transact
               "pending true");
 }
 
+// The audit's record of releases meets the same lock: a released job's row held by an
+// operator's transaction. The releases after it are recorded all the same (were they not, they
+// would also be published again after --resend-after, as if the broker had lost them).
+TEST_F(Faults, a_released_job_locked_by_another_transaction_holds_up_no_other_record) {
+    auto& process = start_hourglass();
+    Client client(amqp_url_);
+    client.subscribe(out_exchange(), "#");
+    client.publish(delayed("victim", 1500));
+    ASSERT_TRUE(eventually("SELECT state FROM jobs WHERE id = 'victim'", "enqueued", 10s));
+    pqxx::connection operator_session(pg_url_);
+    pqxx::work held(operator_session);
+    held.exec("UPDATE " + held.quote_name(schema_) +
+              ".jobs SET routing_key = routing_key WHERE id = 'victim'");
+    ASSERT_TRUE(client.receive(5s)) << "the victim is released on time, its row locked or not";
+
+    for (int i = 0; i < 5; ++i) client.publish(delayed("other-" + std::to_string(i), 1000 + i));
+    EXPECT_TRUE(eventually("SELECT count(*) FROM jobs WHERE id LIKE 'other-%' AND state = 'done'",
+                           "5", 10s))
+        << process.log_tail();
+    EXPECT_EQ(job_state("victim"), "enqueued");
+    EXPECT_TRUE(wait_for(
+        [&] {
+            return http_get(process.http_port(), "/metrics")
+                       .body.find("hourglass_releases_waiting 1\n") != std::string::npos;
+        },
+        5s));
+
+    held.commit();  // the operator's transaction ends
+    EXPECT_TRUE(eventually("SELECT state FROM jobs WHERE id = 'victim'", "done", 10s));
+    EXPECT_TRUE(wait_for(
+        [&] {
+            return http_get(process.http_port(), "/metrics")
+                       .body.find("hourglass_releases_waiting 0\n") != std::string::npos;
+        },
+        5s));
+    EXPECT_EQ(client.drain(500ms, 2s).size(), 5u) << "each other job released once";
+}
+
 }  // namespace
 }  // namespace hourglass::testing

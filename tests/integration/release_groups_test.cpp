@@ -103,10 +103,10 @@ TEST_F(ReleaseGroups, a_group_ends_done_whichever_of_release_and_hand_over_is_re
     EXPECT_EQ(sql("SELECT string_agg(state, ',' ORDER BY id) FROM jobs WHERE id LIKE 'a%'")[0][0]
                   .as<std::string>(),
               "enqueued,enqueued,enqueued");
-    EXPECT_EQ(store.record_releases({{"a3", 1, due, released_at}}).size(), 3u);
+    EXPECT_EQ(store.record_releases({{"a3", 1, due, released_at}}).lateness_ms.size(), 3u);
 
     // Group b: the release of b2 first, then the hand-over.
-    EXPECT_EQ(store.record_releases({{"b2", 1, due, released_at}}).size(), 1u);
+    EXPECT_EQ(store.record_releases({{"b2", 1, due, released_at}}).lateness_ms.size(), 1u);
     store.record_handed_over("loader", {{"b1", 1, std::nullopt, true, RunRef{"b2", 1}},
                                         {"b2", 1, std::nullopt, true, std::nullopt}});
 
@@ -122,6 +122,58 @@ TEST_F(ReleaseGroups, a_group_ends_done_whichever_of_release_and_hand_over_is_re
         EXPECT_EQ(row[3].as<std::string>(), "3.5") << id;  // released_at - due, for every run
         EXPECT_TRUE(row[4].as<bool>()) << id;
     }
+}
+
+// An operator's open transaction holds a run of a group (not the one observed) or a run
+// observed alone: the record of the audit neither waits nor records part of a group; it records
+// the rest and leaves those releases, which it records in full once the lock is gone.
+TEST_F(ReleaseGroups, a_record_leaves_the_releases_whose_groups_another_transaction_holds) {
+    store::migrate(*db_, schema_, false);
+    store::JobStore store({pg_url_, schema_});
+    const auto due = std::chrono::time_point_cast<Milliseconds>(now_us()) + 200ms;
+    std::vector<Command> commands;
+    for (const auto* id : {"a1", "a2", "a3", "b1", "c1"}) {
+        ScheduleCommand job;
+        job.id = id;
+        job.routing_key = "jobs.test";
+        job.due_at = due;
+        job.accepted_at = due - 1s;
+        commands.push_back(Command{job, id, std::nullopt, std::nullopt});
+    }
+    store.apply(commands);
+    ASSERT_EQ(store.claim_due("loader", due + 1s, 10, 60s).size(), 5u);
+    ASSERT_TRUE(store
+                    .record_handed_over("loader", {{"a1", 1, std::nullopt, true, RunRef{"a3", 1}},
+                                                   {"a2", 1, std::nullopt, true, RunRef{"a3", 1}},
+                                                   {"a3", 1, std::nullopt, true, std::nullopt},
+                                                   {"b1", 1, std::nullopt, true, std::nullopt},
+                                                   {"c1", 1, std::nullopt, true, std::nullopt}})
+                    .empty());
+    pqxx::connection operator_session(pg_url_);
+    pqxx::work held(operator_session);
+    held.exec("UPDATE " + held.quote_name(schema_) +
+              ".jobs SET routing_key = routing_key "
+              "WHERE id IN ('a2', 'b1')");
+
+    const auto released_at = std::chrono::time_point_cast<std::chrono::microseconds>(due) + 3500us;
+    const std::vector<ObservedRelease> releases = {
+        {"a3", 1, due, released_at}, {"b1", 1, due, released_at}, {"c1", 1, due, released_at}};
+    const auto asked = std::chrono::steady_clock::now();
+    const auto recorded = store.record_releases(releases);
+    EXPECT_LT(std::chrono::steady_clock::now() - asked, 1s) << "the record waited for the lock";
+    EXPECT_EQ(recorded.left, (std::vector<std::size_t>{0, 1}));
+    EXPECT_EQ(recorded.lateness_ms.size(), 1u);
+    const auto states = [&] {
+        return sql("SELECT string_agg(id || ' ' || state, ',' ORDER BY id) FROM jobs")[0][0]
+            .as<std::string>();
+    };
+    EXPECT_EQ(states(), "a1 enqueued,a2 enqueued,a3 enqueued,b1 enqueued,c1 done");
+
+    held.abort();
+    const auto retried = store.record_releases({releases[0], releases[1]});
+    EXPECT_TRUE(retried.left.empty());
+    EXPECT_EQ(retried.lateness_ms.size(), 4u);
+    EXPECT_EQ(states(), "a1 done,a2 done,a3 done,b1 done,c1 done");
 }
 
 // A job whose routing key is the audit key: its release is copied to the audit whatever

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <deque>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <variant>
@@ -37,6 +38,7 @@ struct FakeWorld {
     std::vector<std::string> log;  // "record a,b", "ack 3"
     std::vector<std::string> recorded_ids;
     bool database_reachable = true;
+    std::set<std::string> locked;   // rows another transaction holds: records leave them
     std::size_t runs_per_copy = 1;  // runs each copy's release group records
     int feeds_opened = 0;
     std::atomic<std::int64_t> now_us{kNoon.time_since_epoch().count()};
@@ -102,16 +104,25 @@ private:
 class FakeStore final : public store::ReleaseStore {
 public:
     explicit FakeStore(FakeWorld& world) : world_(world) {}
-    std::vector<double> record_releases(const std::vector<ObservedRelease>& releases) override {
+    store::RecordedReleases record_releases(const std::vector<ObservedRelease>& releases) override {
         std::lock_guard lock(world_.mutex);
         if (!world_.database_reachable) throw std::runtime_error("database unreachable");
         std::string ids;
-        for (const auto& release : releases) {
-            ids += (ids.empty() ? "" : ",") + release.id;
-            world_.recorded_ids.push_back(release.id);
+        store::RecordedReleases recorded;
+        for (std::size_t i = 0; i < releases.size(); ++i) {
+            const auto& id = releases[i].id;
+            if (world_.locked.contains(id)) {
+                recorded.left.push_back(i);
+                ids += (ids.empty() ? "" : ",") + ("(" + id + " locked)");
+                continue;
+            }
+            ids += (ids.empty() ? "" : ",") + id;
+            world_.recorded_ids.push_back(id);
         }
         world_.log.push_back("record " + ids);
-        return std::vector<double>(releases.size() * world_.runs_per_copy, 1.0);
+        recorded.lateness_ms.assign((releases.size() - recorded.left.size()) * world_.runs_per_copy,
+                                    1.0);
+        return recorded;
     }
 
 private:
@@ -217,6 +228,35 @@ TEST_F(AuditSessionTest, nothing_is_acked_while_the_database_refuses_and_all_is_
     ASSERT_TRUE(eventually(has_size(2)));
     finish();
     EXPECT_EQ(world.events(), (std::vector<std::string>{"record a,b", "ack 2"}));
+}
+
+// A copy whose run's row an operator's transaction holds stays unacked and is tried again with a
+// backoff (not in a loop); the copies after it are recorded and acked one by one, never with an
+// ack "through" it.
+TEST_F(AuditSessionTest,
+       a_copy_whose_row_another_transaction_holds_waits_unacked_and_holds_up_no_other) {
+    options.batch_size = 3;
+    options.batch_wait = 1h;
+    world.locked = {"b"};
+    for (const auto* id : {"a", "b", "c"}) world.deliver(released_copy(id));
+    start();
+    ASSERT_TRUE(eventually(has_size(3)));
+    EXPECT_EQ(world.events(),
+              (std::vector<std::string>{"record a,(b locked),c", "ack 3 single", "ack 1"}));
+    std::this_thread::sleep_for(1s);
+    const auto tries = world.events().size() - 3;
+    // Tried again after 250, then 500 ms.
+    EXPECT_GE(tries, 1u);
+    EXPECT_LE(tries, 3u);
+    for (const auto& event : world.events()) EXPECT_FALSE(event.starts_with("ack 2")) << event;
+
+    {
+        std::lock_guard lock(world.mutex);
+        world.locked.clear();
+    }
+    ASSERT_TRUE(eventually([](const auto& events) { return events.back() == "ack 2"; }));
+    finish();
+    EXPECT_EQ(world.recorded_ids, (std::vector<std::string>{"a", "c", "b"}));
 }
 
 TEST_F(AuditSessionTest, a_message_without_hourglass_headers_is_acked_with_the_batch_unrecorded) {

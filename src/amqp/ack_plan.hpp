@@ -1,0 +1,33 @@
+// How to ack the deliveries a consumer has settled while earlier ones still wait unacked (a
+// command or a release copy whose row another PostgreSQL transaction holds). An ack "through"
+// a tag (multiple) would ack the waiting ones too: the settled deliveries below the first
+// waiting one take one such ack, those after it are acked one by one.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace hourglass::amqp {
+
+struct AckPlan {
+    std::optional<std::uint64_t> through;  // ack with multiple, if set
+    std::vector<std::uint64_t> one_by_one;
+};
+
+// `settled`: delivery tags in any order; `first_waiting`: the lowest tag still waiting (none:
+// everything settled takes one ack through its highest tag).
+inline AckPlan plan_acks(const std::vector<std::uint64_t>& settled,
+                         std::optional<std::uint64_t> first_waiting) {
+    AckPlan plan;
+    for (const auto tag : settled) {
+        if (!first_waiting || tag < *first_waiting) {
+            if (!plan.through || tag > *plan.through) plan.through = tag;
+        } else {
+            plan.one_by_one.push_back(tag);
+        }
+    }
+    return plan;
+}
+
+}  // namespace hourglass::amqp

@@ -10,6 +10,7 @@
 #include "common/mask.hpp"
 #include "common/text.hpp"
 #include "hourglass/properties_json.hpp"
+#include "store/errors.hpp"
 #include "store/job_rows.hpp"
 
 namespace hourglass::store {
@@ -130,9 +131,11 @@ void prepare_statements(pqxx::connection& c) {
     // The loader (hand-over) and the audit (release) each lock the runs whose release the audit
     // observes before anything else (the loader: its runs observed alone and the runs the
     // others are observed with): whichever commits second sees the other's work, so a group's
-    // runs end `done` whatever the order. Neither waits for a row lock: each takes the rows it
-    // can and leaves the rest for later, so an operator's open transaction holds up only the
-    // runs it holds, and the two cannot deadlock.
+    // runs end `done` whatever the order. They lock in id order, so the two cannot deadlock;
+    // past a brief wait (record_around_locks) each takes the rows it can and leaves the rest.
+    c.prepare("lock_observed_runs",
+              "SELECT id FROM jobs WHERE id IN (SELECT jsonb_array_elements_text($1::jsonb)) "
+              "ORDER BY id FOR UPDATE");
     c.prepare("lock_unless_locked",
               "SELECT id FROM jobs WHERE id IN (SELECT jsonb_array_elements_text($1::jsonb)) "
               "ORDER BY id FOR UPDATE SKIP LOCKED");
@@ -318,6 +321,30 @@ std::set<std::string> lock_rows_not_held_elsewhere(pqxx::work& tx,
     return held_elsewhere;
 }
 
+// Runs `record(tx, around_locks)` in a transaction, committed, and returns what it returns.
+// First it waits for row locks as ingest does, at most 250 ms: the loader's and the audit's
+// own locks last a statement. A row locked longer (an operator's transaction left open) must
+// not stop every record behind it, so then it runs again with `around_locks`: it must take
+// only the rows no other transaction holds (lock_rows_not_held_elsewhere) and leave the rest.
+// Taking every row that way at once would cost a hotspot's records about a third more.
+template <typename Record>
+auto record_around_locks(pqxx::connection& connection, const Record& record) {
+    try {
+        pqxx::work tx(connection);
+        tx.exec("SET LOCAL lock_timeout = '250ms'");
+        auto recorded = record(tx, false);
+        tx.commit();
+        return recorded;
+    } catch (const std::exception& failure) {
+        if (classify_failure(failure) != FailureKind::busy) throw;
+    }
+    pqxx::work tx(connection);
+    tx.exec("SET LOCAL lock_timeout = '250ms'");  // a guard: `around_locks` waits for no lock
+    auto recorded = record(tx, true);
+    tx.commit();
+    return recorded;
+}
+
 }  // namespace
 
 std::unique_ptr<pqxx::connection> connect(const StoreOptions& options) {
@@ -433,38 +460,43 @@ Claim JobStore::claim_due(const std::string& owner, TimePoint horizon_end, Claim
 std::vector<HandedOverRun> JobStore::record_handed_over(const std::string& owner,
                                                         const std::vector<HandedOverRun>& runs) {
     if (runs.empty()) return {};
-    // The rows each run's record locks: its own, and the run it is observed with, which may
-    // have been confirmed in another batch (each group's last run once).
     const auto observed_id = [](const HandedOverRun& run) -> const std::string& {
         return run.observed_with ? run.observed_with->id : run.id;
     };
-    std::set<std::string> wanted;
-    for (const auto& run : runs) {
-        wanted.insert(run.id);
-        wanted.insert(observed_id(run));
-    }
-    pqxx::work tx(*connection_);
-    const auto held_elsewhere = lock_rows_not_held_elsewhere(tx, wanted);
-    json rows = json::array();
-    std::vector<HandedOverRun> left;
-    for (const auto& run : runs) {
-        if (held_elsewhere.contains(run.id) || held_elsewhere.contains(observed_id(run))) {
-            left.push_back(run);
-            continue;
+    // Each group's last run once, however many runs are observed with it; it may have been
+    // confirmed in another batch.
+    std::set<std::string> observed;
+    for (const auto& run : runs) observed.insert(observed_id(run));
+    return record_around_locks(*connection_, [&](pqxx::work& tx, bool around_locks) {
+        std::set<std::string> held_elsewhere;
+        if (around_locks) {
+            // The rows the record changes too (each run's own), not only those it reads.
+            auto wanted = observed;
+            for (const auto& run : runs) wanted.insert(run.id);
+            held_elsewhere = lock_rows_not_held_elsewhere(tx, wanted);
+        } else {
+            tx.exec_prepared("lock_observed_runs", json(observed).dump());
         }
-        json row = {{"id", run.id},
-                    {"run", run.run},
-                    {"next_due", optional_time(run.next_due)},
-                    {"audited", run.audited}};
-        if (run.observed_with) {
-            row["with_id"] = run.observed_with->id;
-            row["with_run"] = run.observed_with->run;
+        json rows = json::array();
+        std::vector<HandedOverRun> left;
+        for (const auto& run : runs) {
+            if (held_elsewhere.contains(run.id) || held_elsewhere.contains(observed_id(run))) {
+                left.push_back(run);
+                continue;
+            }
+            json row = {{"id", run.id},
+                        {"run", run.run},
+                        {"next_due", optional_time(run.next_due)},
+                        {"audited", run.audited}};
+            if (run.observed_with) {
+                row["with_id"] = run.observed_with->id;
+                row["with_run"] = run.observed_with->run;
+            }
+            rows.push_back(std::move(row));
         }
-        rows.push_back(std::move(row));
-    }
-    if (!rows.empty()) tx.exec_prepared("record_handed_over", owner, rows.dump());
-    tx.commit();
-    return left;
+        if (!rows.empty()) tx.exec_prepared("record_handed_over", owner, rows.dump());
+        return left;
+    });
 }
 
 void JobStore::release_claims(const std::string& owner, const std::vector<std::string>& ids) {
@@ -524,45 +556,52 @@ void JobStore::leave(const std::string& owner) {
 }
 
 RecordedReleases JobStore::record_releases(const std::vector<ObservedRelease>& releases) {
-    RecordedReleases recorded;
-    if (releases.empty()) return recorded;
+    if (releases.empty()) return {};
     std::set<std::string> observed;
     for (const auto& release : releases) observed.insert(release.id);
-    pqxx::work tx(*connection_);
-    auto held_elsewhere = lock_rows_not_held_elsewhere(tx, observed);
-    json groups = json::array();
-    for (const auto& release : releases) {
-        if (!held_elsewhere.contains(release.id))
-            groups.push_back({{"id", release.id}, {"run", release.run}});
-    }
+    // Ids and runs from a release copy's headers may be any bytes: replaced, they match no row.
     const auto dump = [](const json& rows) {
         return rows.dump(-1, ' ', false, json::error_handler_t::replace);
     };
-    for (const auto& row : tx.exec_prepared("lock_group_runs", dump(groups))) {
-        held_elsewhere.insert(row[0].as<std::string>());
-    }
-    json rows = json::array();
-    for (std::size_t i = 0; i < releases.size(); ++i) {
-        const auto& release = releases[i];
-        if (held_elsewhere.contains(release.id)) {
-            recorded.left.push_back(i);
-            continue;
+    return record_around_locks(*connection_, [&](pqxx::work& tx, bool around_locks) {
+        RecordedReleases recorded;
+        std::set<std::string> held_elsewhere;
+        if (around_locks) {
+            held_elsewhere = lock_rows_not_held_elsewhere(tx, observed);
+            json groups = json::array();
+            for (const auto& release : releases) {
+                if (!held_elsewhere.contains(release.id)) {
+                    groups.push_back({{"id", release.id}, {"run", release.run}});
+                }
+            }
+            for (const auto& row : tx.exec_prepared("lock_group_runs", dump(groups))) {
+                held_elsewhere.insert(row[0].as<std::string>());
+            }
+        } else {
+            tx.exec_prepared("lock_observed_runs", dump(json(observed)));
         }
-        rows.push_back({{"id", release.id},
-                        {"run", release.run},
-                        {"due_ms", to_epoch_ms(release.due)},
-                        {"released_us", release.released_at.time_since_epoch().count()}});
-    }
-    if (!rows.empty()) {
-        const auto released = dump(rows);
-        for (const auto* statement : {"record_releases", "record_group_releases"}) {
-            for (const auto& row : tx.exec_prepared(statement, released)) {
-                if (!row[0].is_null()) recorded.lateness_ms.push_back(row[0].as<double>());
+        json rows = json::array();
+        for (std::size_t i = 0; i < releases.size(); ++i) {
+            const auto& release = releases[i];
+            if (held_elsewhere.contains(release.id)) {
+                recorded.left.push_back(i);
+                continue;
+            }
+            rows.push_back({{"id", release.id},
+                            {"run", release.run},
+                            {"due_ms", to_epoch_ms(release.due)},
+                            {"released_us", release.released_at.time_since_epoch().count()}});
+        }
+        if (!rows.empty()) {
+            const auto released = dump(rows);
+            for (const auto* statement : {"record_releases", "record_group_releases"}) {
+                for (const auto& row : tx.exec_prepared(statement, released)) {
+                    if (!row[0].is_null()) recorded.lateness_ms.push_back(row[0].as<double>());
+                }
             }
         }
-    }
-    tx.commit();
-    return recorded;
+        return recorded;
+    });
 }
 
 Stats JobStore::stats() {

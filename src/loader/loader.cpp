@@ -241,6 +241,10 @@ void Loader::forget_lost_claims(store::ClaimStore& store) {
 void Loader::claim_loop(std::stop_token stop) {
     // After `stop` the claimer keeps going until the publisher has finished, so that confirmed
     // runs are recorded. If the database fails after `stop`, leases simply expire.
+    // Runs to give back whose rows another transaction holds: given back when `retry` says, and
+    // meanwhile claimed by nobody else (this instance's lease), nor held up by anything.
+    std::vector<std::string> held_give_backs;
+    LockedRowsRetry retry;
     run_with_reconnect("loader (PostgreSQL)", stop, [&] {
         const auto connected = seams_.open_store(options_.store);
         auto& store = *connected;
@@ -258,17 +262,33 @@ void Loader::claim_loop(std::stop_token stop) {
                 given_back.swap(given_back_);
                 threads_done = publisher_done_ && recorder_done_;
             }
+            auto to_give_back = given_back;
+            const bool tried_held = retry.due(seams_.steady_now());
+            if (tried_held) {
+                to_give_back.insert(to_give_back.end(), held_give_backs.begin(),
+                                    held_give_backs.end());
+                held_give_backs.clear();
+            }
+            std::vector<std::string> left;
             try {
-                store.release_claims(options_.owner, given_back);
+                left = store.release_claims(options_.owner, to_give_back);
             } catch (...) {
                 std::lock_guard lock(mutex_);
-                given_back_.insert(given_back_.end(), given_back.begin(), given_back.end());
+                given_back_.insert(given_back_.end(), to_give_back.begin(), to_give_back.end());
                 throw;
             }
-            if (!given_back.empty()) {
+            if (to_give_back.size() > left.size()) {
                 spdlog::info("loader: gave back {} claimed runs the broker did not confirm",
-                             given_back.size());
+                             to_give_back.size() - left.size());
             }
+            if (!left.empty() && !retry.waiting()) {
+                spdlog::warn(
+                    "loader: {} claimed runs the broker did not confirm wait to be given "
+                    "back: another PostgreSQL transaction holds their rows",
+                    left.size());
+            }
+            held_give_backs.insert(held_give_backs.end(), left.begin(), left.end());
+            retry.settled(seams_.steady_now(), !held_give_backs.empty(), tried_held);
             if (stop.stop_requested()) {
                 if (threads_done) {
                     finish_claims(store);
@@ -443,6 +463,7 @@ void Loader::finish_claims(store::ClaimStore& store) {
         while (!schedule_.empty()) unpublished.push_back(schedule_.take_top().run->id);
         in_memory_bytes_ = 0;
     }
+    // Rows another transaction holds stay claimed: taken over once the lease ends.
     store.release_claims(options_.owner, unpublished);
     if (!unpublished.empty()) {
         spdlog::info("loader: gave back {} claimed runs not yet published", unpublished.size());

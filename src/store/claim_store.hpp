@@ -43,7 +43,10 @@ public:
     virtual std::vector<HandedOverRun> record_handed_over(
         const std::string& owner, const std::vector<HandedOverRun>& runs) = 0;
     // Gives back claimed runs that were not published, so that any instance claims them.
-    virtual void release_claims(const std::string& owner, const std::vector<std::string>& ids) = 0;
+    // Returns the ids it left because another transaction holds their rows (see
+    // record_handed_over), for the caller to give back later.
+    virtual std::vector<std::string> release_claims(const std::string& owner,
+                                                    const std::vector<std::string>& ids) = 0;
     // Records that `owner` is alive; forgets instances silent for `takeover_after` and gives
     // their claims back; returns the instances found dead.
     virtual std::vector<std::string> heartbeat(const std::string& owner,

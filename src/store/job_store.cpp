@@ -499,11 +499,22 @@ std::vector<HandedOverRun> JobStore::record_handed_over(const std::string& owner
     });
 }
 
-void JobStore::release_claims(const std::string& owner, const std::vector<std::string>& ids) {
-    if (ids.empty()) return;
-    pqxx::work tx(*connection_);
-    tx.exec_prepared("release_claims", owner, json(ids).dump());
-    tx.commit();
+std::vector<std::string> JobStore::release_claims(const std::string& owner,
+                                                  const std::vector<std::string>& ids) {
+    if (ids.empty()) return {};
+    return record_around_locks(*connection_, [&](pqxx::work& tx, bool around_locks) {
+        std::vector<std::string> left, released;
+        if (around_locks) {
+            const auto held_elsewhere =
+                lock_rows_not_held_elsewhere(tx, std::set<std::string>(ids.begin(), ids.end()));
+            for (const auto& id : ids)
+                (held_elsewhere.contains(id) ? left : released).push_back(id);
+        } else {
+            released = ids;
+        }
+        if (!released.empty()) tx.exec_prepared("release_claims", owner, json(released).dump());
+        return left;
+    });
 }
 
 std::vector<std::string> JobStore::heartbeat(const std::string& owner, Milliseconds takeover_after) {

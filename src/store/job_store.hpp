@@ -70,7 +70,8 @@ public:
     std::vector<HandedOverRun> record_handed_over(const std::string& owner,
                                                   const std::vector<HandedOverRun>& runs) override;
     // Gives back claimed runs that were not published (shutdown), so others take them at once.
-    void release_claims(const std::string& owner, const std::vector<std::string>& ids) override;
+    std::vector<std::string> release_claims(const std::string& owner,
+                                            const std::vector<std::string>& ids) override;
     // Live leases (reference §6, migration 007). Records that `owner` is alive, forgets instances
     // that have not beaten for `takeover_after` and gives their claims back (so that any
     // instance claims them at once); returns the instances found dead.

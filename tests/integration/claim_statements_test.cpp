@@ -186,5 +186,31 @@ TEST_F(ClaimStatements, a_record_leaves_the_runs_whose_rows_another_transaction_
                             {"free", "enqueued"}, {"held", "enqueued"}, {"member", "enqueued"}}));
 }
 
+// Giving back claims meets the same lock (the broker refused runs an operator's transaction
+// holds): the others are given back at once, the held one is returned to try later.
+TEST_F(ClaimStatements, giving_back_claims_leaves_the_runs_whose_rows_another_transaction_holds) {
+    store::migrate(*db_, schema_, false);
+    store::JobStore store({pg_url_, schema_});
+    sql("INSERT INTO jobs (id, routing_key, due_at, body, properties) "
+        "SELECT id, 'jobs.test', now() + interval '1 second', '\\x00', '{}' "
+        "FROM unnest(ARRAY['free', 'held']) id");
+    ASSERT_EQ(store.claim_due("loader", now_ms() + 60s, 1000, 60s).size(), 2u);
+    pqxx::connection operator_session(pg_url_);
+    pqxx::work held(operator_session);
+    held.exec("UPDATE " + held.quote_name(schema_) +
+              ".jobs SET routing_key = routing_key "
+              "WHERE id = 'held'");
+    const auto leases = [&] {
+        return sql("SELECT string_agg(id || ' ' || COALESCE(lease_owner, '-'), ',' ORDER BY id) "
+                   "FROM jobs")[0][0]
+            .as<std::string>();
+    };
+    EXPECT_EQ(store.release_claims("loader", {"free", "held"}), std::vector<std::string>{"held"});
+    EXPECT_EQ(leases(), "free -,held loader");
+    held.abort();
+    EXPECT_TRUE(store.release_claims("loader", {"held"}).empty());
+    EXPECT_EQ(leases(), "free -,held -");
+}
+
 }  // namespace
 }  // namespace hourglass::testing

@@ -156,14 +156,21 @@ public:
         }
         return left;
     }
-    void release_claims(const std::string& owner, const std::vector<std::string>& ids) override {
+    std::vector<std::string> release_claims(const std::string& owner,
+                                            const std::vector<std::string>& ids) override {
         std::lock_guard lock(db_.mutex);
         db_.check_reachable();
+        std::vector<std::string> left;
         for (const auto& id : ids) {
+            if (db_.locked.contains(id)) {
+                left.push_back(id);
+                continue;
+            }
             auto& row = db_.rows.at(id);
             if (row.owner == owner) row.owner.clear();
             db_.released.push_back(id);
         }
+        return left;
     }
     std::vector<std::string> heartbeat(const std::string&, Milliseconds) override {
         std::lock_guard lock(db_.mutex);
@@ -730,6 +737,25 @@ TEST_F(LoaderTest, a_run_whose_row_another_transaction_holds_holds_up_no_other_r
     ASSERT_TRUE(eventually([&] { return db.handed_over() == 3; }, 5s));
     EXPECT_EQ(metric("hourglass_handovers_waiting"), 0);
     EXPECT_EQ(loader->runs_handed_over(), 3u);
+}
+
+// A run the broker refused goes back to the store; when another transaction holds its row, it
+// is given back later, and the claims of other runs go on meanwhile.
+TEST_F(LoaderTest, a_refused_run_whose_row_another_transaction_holds_holds_up_no_claim) {
+    db.read([](FakeDatabase& d) { d.locked.insert("refused"); });
+    broker.answer_next({FakeBroker::Answer::nack});
+    db.add("refused", in(200ms));
+    start(options());
+    ASSERT_TRUE(eventually([&] { return broker.publishes().size() == 1; }));
+    db.add("later", in(400ms));
+    ASSERT_TRUE(eventually([&] { return db.handed_over() == 1; }));
+    EXPECT_TRUE(db.claimed("refused")) << "not given back while its row is held";
+
+    db.read([](FakeDatabase& d) { d.locked.clear(); });
+    // Given back, claimed again and handed over.
+    ASSERT_TRUE(eventually([&] { return db.handed_over() == 2; }, 5s));
+    EXPECT_EQ(db.read([](const FakeDatabase& d) { return d.released; }),
+              std::vector<std::string>{"refused"});
 }
 
 // A stop does not wait for the lock: the run stays claimed, for the next instance to take over.

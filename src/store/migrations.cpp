@@ -20,27 +20,64 @@ std::set<std::string> recorded_versions(pqxx::transaction_base& tx, const std::s
     return versions;
 }
 
+// How long a migration's statement waits for a lock on a table. While it waits, every other
+// statement on that table queues behind it (the running instances' claims and commands), so it
+// gives up soon and says why, rather than stall them all for as long as an operator's
+// transaction stays open.
+constexpr const char* kLockWait = "3s";
+
 MigrationReport migrate_unchecked(pqxx::connection& connection, const std::string& schema,
-                                  bool dry_run);
+                                  bool dry_run, std::string& applying);
+
+// Transactions of this database open for longer than the lock wait, oldest first, as far as
+// this role may see them (pg_stat_activity hides other roles' sessions without
+// pg_read_all_stats): " Open transactions: pid 123 (idle in transaction, 45 s)."
+std::string open_transactions(pqxx::connection& connection) {
+    try {
+        pqxx::nontransaction tx(connection);
+        std::string text;
+        for (const auto& row :
+             tx.exec("SELECT pid, COALESCE(state, '?'), "
+                     "floor(extract(epoch FROM now() - xact_start))::bigint FROM pg_stat_activity "
+                     "WHERE datname = current_database() AND pid <> pg_backend_pid() "
+                     "AND xact_start < now() - interval '" +
+                     std::string(kLockWait) +
+                     "' "
+                     "ORDER BY xact_start LIMIT 3")) {
+            text += std::string(text.empty() ? " Open transactions: " : ", ") + "pid " +
+                    row[0].c_str() + " (" + row[1].c_str() + ", " + row[2].c_str() + " s)";
+        }
+        return text.empty() ? text : text + ".";
+    } catch (const std::exception&) {
+        return {};  // the reason given is enough without this
+    }
+}
 
 }  // namespace
 
 MigrationReport migrate(pqxx::connection& connection, const std::string& schema, bool dry_run) {
+    std::string applying;  // the migration a failure came in
     try {
-        return migrate_unchecked(connection, schema, dry_run);
+        return migrate_unchecked(connection, schema, dry_run, applying);
     } catch (const pqxx::insufficient_privilege& error) {
         std::string text = error.what();
         text = text.substr(0, text.find('\n'));
         if (text.starts_with("ERROR:")) text = text.substr(text.find_first_not_of(' ', 6));
         throw std::runtime_error("PostgreSQL: migrating schema " + schema + ": " + text +
                                  " (the role lacks a privilege: see docs/operating.md \"Permissions\")");
+    } catch (const pqxx::sql_error& error) {
+        if (error.sqlstate() != "55P03") throw;  // lock_not_available
+        throw std::runtime_error("PostgreSQL: migration " + applying + " waited " + kLockWait +
+                                 " for a lock another transaction holds on schema " + schema +
+                                 "; nothing was applied." + open_transactions(connection) +
+                                 " End that transaction (or let it finish) and start again");
     }
 }
 
 namespace {
 
 MigrationReport migrate_unchecked(pqxx::connection& connection, const std::string& schema,
-                                  bool dry_run) {
+                                  bool dry_run, std::string& applying) {
     MigrationReport report;
     pqxx::work tx(connection);
     // One migrator at a time, whatever the number of instances starting together.
@@ -65,8 +102,10 @@ MigrationReport migrate_unchecked(pqxx::connection& connection, const std::strin
             ".schema_migrations (version text PRIMARY KEY, "
             "applied_at timestamptz NOT NULL DEFAULT now())");
     tx.exec("SET LOCAL search_path TO " + quoted_schema);
+    tx.exec(std::string("SET LOCAL lock_timeout = '") + kLockWait + "'");
     for (const auto& migration : embedded_migrations()) {
         if (versions.count(migration.name)) continue;
+        applying = migration.name;
         tx.exec(migration.sql);
         tx.exec_params("INSERT INTO schema_migrations (version) VALUES ($1)", migration.name);
     }

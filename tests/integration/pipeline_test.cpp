@@ -380,5 +380,40 @@ TEST_F(Pipeline, migration_008_accepts_its_indexes_built_beforehand_concurrently
     EXPECT_EQ(sql("SELECT count(*) FROM rejections")[0][0].as<int>(), 0);
 }
 
+// A migration whose table another transaction keeps locked (an operator's LOCK TABLE, CREATE
+// INDEX or VACUUM left running): it gives up within seconds, saying why, instead of waiting
+// with every other statement on the table queued behind it; it applies once the lock is gone.
+TEST_F(Pipeline, a_migration_that_meets_a_lock_gives_up_within_seconds_and_says_why) {
+    const auto migrate = [&] {
+        return run_shell("timeout 30 " + hourglass_binary() + " migrate --pg-url '" + pg_url_ +
+                         "' --schema " + schema_ + " 2>&1");
+    };
+    ASSERT_EQ(migrate().exit_code, 0);
+    sql("DELETE FROM schema_migrations WHERE version = '011_jobs_comment.sql'");
+    pqxx::connection operator_session(pg_url_);
+    pqxx::work held(operator_session);
+    held.exec("LOCK TABLE " + held.quote_name(schema_) + ".jobs IN SHARE UPDATE EXCLUSIVE MODE");
+
+    const auto asked = std::chrono::steady_clock::now();
+    const auto refused = migrate();
+    const auto took = std::chrono::steady_clock::now() - asked;
+    EXPECT_NE(refused.exit_code, 0) << refused.output;
+    EXPECT_LT(took, 10s);
+    EXPECT_NE(refused.output.find("migration 011_jobs_comment.sql waited 3s for a lock another "
+                                  "transaction holds"),
+              std::string::npos)
+        << refused.output;
+    EXPECT_EQ(
+        sql("SELECT count(*) FROM schema_migrations WHERE version = '011_jobs_comment.sql'")[0][0]
+            .as<int>(),
+        0);
+
+    held.commit();
+    const auto applied = migrate();
+    EXPECT_EQ(applied.exit_code, 0) << applied.output;
+    EXPECT_NE(applied.output.find("applying  011_jobs_comment.sql"), std::string::npos)
+        << applied.output;
+}
+
 }  // namespace
 }  // namespace hourglass::testing

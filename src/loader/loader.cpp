@@ -421,7 +421,7 @@ void Loader::record_loop(std::stop_token stop) {
                     "transaction holds their rows; the runs handed over meanwhile are "
                     "recorded",
                     locked.size());
-            } else if (locked.empty() && retry.waiting()) {
+            } else if (tried_locked && before > 0 && locked.empty()) {
                 spdlog::info(
                     "loader: the {} handed-over runs that waited for locked rows are "
                     "recorded",
@@ -464,9 +464,10 @@ void Loader::finish_claims(store::ClaimStore& store) {
         in_memory_bytes_ = 0;
     }
     // Rows another transaction holds stay claimed: taken over once the lease ends.
-    store.release_claims(options_.owner, unpublished);
-    if (!unpublished.empty()) {
-        spdlog::info("loader: gave back {} claimed runs not yet published", unpublished.size());
+    const auto kept = store.release_claims(options_.owner, unpublished).size();
+    if (unpublished.size() > kept) {
+        spdlog::info("loader: gave back {} claimed runs not yet published",
+                     unpublished.size() - kept);
     }
     // Runs published but not confirmed in time go back too (at least once), and the instance
     // leaves: nobody waits for its heartbeat to go stale.

@@ -8,6 +8,7 @@
 #include "console/console_store.hpp"
 #include "console/console_views.hpp"
 #include "hourglass/properties_json.hpp"
+#include "store/errors.hpp"
 
 namespace hourglass::console {
 
@@ -98,11 +99,24 @@ Console::Response Console::cancel(const std::string& id, const std::string* toke
     if (token == nullptr || !token_matches(*token, options_.token)) {
         return {401, dump(error_json("cancel needs the operator token in X-Hourglass-Token"))};
     }
-    return with_store([&](ConsoleStore& store) -> json {
-        const auto outcome = store.cancel(id);
-        spdlog::info("console: cancel of job {}: {}", quote_value(id, 64), to_string(outcome.status));
-        return {{"id", id}, {"status", to_string(outcome.status)}};
+    bool locked = false;
+    auto response = with_store([&](ConsoleStore& store) -> json {
+        try {
+            const auto outcome = store.cancel(id);
+            spdlog::info("console: cancel of job {}: {}", quote_value(id, 64),
+                         to_string(outcome.status));
+            return {{"id", id}, {"status", to_string(outcome.status)}};
+        } catch (const std::exception& failure) {
+            // The job's row, not the database, is at fault: say so, and keep the connection.
+            if (store::classify_failure(failure) != store::FailureKind::busy) throw;
+            locked = true;
+            return {};
+        }
     });
+    if (!locked) return response;
+    return {409, dump(error_json("job " + quote_value(id, 64) +
+                                 " is locked by another PostgreSQL transaction (an UPDATE left "
+                                 "open?); cancel it again once that transaction ends"))};
 }
 
 void Console::add_routes(httplib::Server& server) {

@@ -119,6 +119,35 @@ TEST_F(Console, api_shows_counts_load_rejections_cron_and_jobs_and_cancels_only_
     EXPECT_EQ(process.terminate(), 0);
 }
 
+// A cancel from the console of a job whose row another transaction keeps locked: answered at
+// once with 409 and the reason (not a 503 blaming PostgreSQL), and applied when asked again
+// after that transaction ends.
+TEST_F(Console, a_cancel_of_a_job_locked_by_another_transaction_says_so_at_once) {
+    auto& process = start_hourglass({"--console-token", kToken});
+    Client client(amqp_url_);
+    client.publish(delayed("console-locked", 600000));
+    ASSERT_TRUE(eventually("SELECT state FROM jobs WHERE id = 'console-locked'", "pending", 10s));
+    pqxx::connection operator_session(pg_url_);
+    pqxx::work held(operator_session);
+    held.exec("UPDATE " + held.quote_name(schema_) +
+              ".jobs SET routing_key = routing_key WHERE id = 'console-locked'");
+
+    const auto port = process.http_port();
+    const auto asked = std::chrono::steady_clock::now();
+    const auto refused =
+        http_post(port, "/api/cancel?id=console-locked", {{"X-Hourglass-Token", kToken}});
+    EXPECT_LT(std::chrono::steady_clock::now() - asked, 2s);
+    EXPECT_EQ(refused.status, 409) << refused.body;
+    EXPECT_THAT(refused.body, HasSubstr("is locked by another PostgreSQL transaction"));
+
+    held.commit();
+    const auto cancelled =
+        http_post(port, "/api/cancel?id=console-locked", {{"X-Hourglass-Token", kToken}});
+    EXPECT_EQ(cancelled.status, 200) << cancelled.body;
+    EXPECT_EQ(json::parse(cancelled.body)["status"], "cancelled");
+    EXPECT_EQ(job_state("console-locked"), "cancelled");
+}
+
 TEST_F(Console, without_a_token_it_is_read_only) {
     auto& process = start_hourglass();
     Client client(amqp_url_);

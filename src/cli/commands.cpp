@@ -4,17 +4,18 @@
 #include <spdlog/spdlog.h>
 
 #include <atomic>
-#include <iostream>
-#include <pqxx/pqxx>
 #include <condition_variable>
 #include <cstdlib>
+#include <iostream>
 #include <mutex>
+#include <pqxx/pqxx>
 #include <thread>
 
+#include "common/retry.hpp"
 #include "common/thread_name.hpp"
+#include "console/console.hpp"
 #include "cron/recurrence.hpp"
 #include "hourglass/metrics.hpp"
-#include "console/console.hpp"
 #include "http/http_server.hpp"
 #include "http/readiness.hpp"
 #include "http/stats_refresher.hpp"
@@ -218,11 +219,21 @@ int run_service(const ServiceOptions& options) {
 
     // Start-up problems (bad URL, unreachable service, wrong credentials) end the process with
     // one clear line; once running, lost connections are retried with backoff.
-    {
-        auto connection = store::connect(options.store());
-        const auto report = store::migrate(*connection, options.schema, false);
-        for (const auto& name : report.applied) spdlog::info("applied migration {}", name);
-        service_metrics->set_migrations_current(true);
+    // A migration blocked by another transaction's lock is tried again (unready meanwhile):
+    // exiting would restart the process into the same lock, with the instances' statements
+    // queued behind each attempt.
+    for (auto pause = std::chrono::seconds{2};;
+         pause = std::min(pause * 2, std::chrono::seconds{60})) {
+        try {
+            auto connection = store::connect(options.store());
+            const auto report = store::migrate(*connection, options.schema, false);
+            for (const auto& name : report.applied) spdlog::info("applied migration {}", name);
+            service_metrics->set_migrations_current(true);
+            break;
+        } catch (const store::MigrationBlocked& blocked) {
+            spdlog::warn("{} (trying again in {} s)", blocked.what(), pause.count());
+            if (!sleep_unless_stopped(stop.get_token(), pause)) return 0;
+        }
     }
     {
         // One clock (reference §6): due times are compared on PostgreSQL's clock.

@@ -67,10 +67,10 @@ MigrationReport migrate(pqxx::connection& connection, const std::string& schema,
                                  " (the role lacks a privilege: see docs/operating.md \"Permissions\")");
     } catch (const pqxx::sql_error& error) {
         if (error.sqlstate() != "55P03") throw;  // lock_not_available
-        throw std::runtime_error("PostgreSQL: migration " + applying + " waited " + kLockWait +
-                                 " for a lock another transaction holds on schema " + schema +
-                                 "; nothing was applied." + open_transactions(connection) +
-                                 " End that transaction (or let it finish) and start again");
+        throw MigrationBlocked("PostgreSQL: migration " + applying + " waited " + kLockWait +
+                               " for a lock another transaction holds on schema " + schema +
+                               "; nothing was applied." + open_transactions(connection) +
+                               " End that transaction, or let it finish");
     }
 }
 

@@ -3,10 +3,10 @@
 // Concurrent instances serialize on an advisory lock; re-running is a no-op.
 #pragma once
 
+#include <pqxx/connection>
+#include <stdexcept>
 #include <string>
 #include <vector>
-
-#include <pqxx/connection>
 
 namespace hourglass::store {
 
@@ -20,6 +20,13 @@ const std::vector<Migration>& embedded_migrations();
 struct MigrationReport {
     std::vector<std::string> applied;  // applied now (or, for a dry run, that would be)
     std::vector<std::string> already_applied;
+};
+
+// A migration gave up waiting for a lock another transaction holds on a table (3 s): nothing
+// was applied; the text says which transactions are open. Trying again later may succeed.
+class MigrationBlocked : public std::runtime_error {
+  public:
+    using std::runtime_error::runtime_error;
 };
 
 MigrationReport migrate(pqxx::connection& connection, const std::string& schema, bool dry_run);

@@ -415,5 +415,30 @@ TEST_F(Pipeline, a_migration_that_meets_a_lock_gives_up_within_seconds_and_says_
         << applied.output;
 }
 
+// `hourglass run` meeting that lock keeps trying (with a backoff) instead of exiting, and starts
+// once the lock is gone.
+TEST_F(Pipeline, a_service_whose_migration_meets_a_lock_starts_once_it_is_gone) {
+    ASSERT_EQ(
+        run_shell(hourglass_binary() + " migrate --pg-url '" + pg_url_ + "' --schema " + schema_)
+            .exit_code,
+        0);
+    sql("DELETE FROM schema_migrations WHERE version = '011_jobs_comment.sql'");
+    pqxx::connection operator_session(pg_url_);
+    pqxx::work held(operator_session);
+    held.exec("LOCK TABLE " + held.quote_name(schema_) + ".jobs IN SHARE UPDATE EXCLUSIVE MODE");
+    std::jthread operator_ends([&] {
+        std::this_thread::sleep_for(6s);
+        held.commit();
+    });
+
+    const auto asked = std::chrono::steady_clock::now();
+    auto& process = start_hourglass();
+    EXPECT_GT(std::chrono::steady_clock::now() - asked, 5s) << "it did not wait for the lock";
+    const auto log = read_all(process.log_path());
+    EXPECT_NE(log.find("waited 3s for a lock another transaction holds"), std::string::npos) << log;
+    EXPECT_NE(log.find("(trying again in 2 s)"), std::string::npos) << log;
+    EXPECT_NE(log.find("applied migration 011_jobs_comment.sql"), std::string::npos) << log;
+}
+
 }  // namespace
 }  // namespace hourglass::testing

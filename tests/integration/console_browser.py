@@ -111,7 +111,10 @@ def main():
         driver.find_element(By.ID, "cancel-button").click()
         wait_for(lambda: text("job-state") == "cancelled", "cancel with the token: the job ends cancelled")
         token.clear()
-        wait_for(lambda: text("count-cancelled") == "1", "the counts show the cancelled job")
+        # The counts come from the stats refresher (every 5 s, longer while a read is slow, as
+        # under CI's load) and the page's own refresh (5 s): once failed at 25 s in CI.
+        wait_for(lambda: text("count-cancelled") == "1", "the counts show the cancelled job",
+                 timeout=45)
     finally:
         driver.save_screenshot(args.screenshot)
         print("screenshot: " + args.screenshot)

@@ -32,6 +32,11 @@ constexpr const char* kJobRecordset =
     "due_at timestamptz, accepted_at timestamptz, body text, properties jsonb, cron text, "
     "cron_tz text, cron_until timestamptz, cron_limit integer)";
 
+// How long ingest's transactions and the loader's and the audit's records wait for a row lock
+// another transaction holds. Their own locks last a statement; a longer one is an operator's
+// (a transaction left open), which must hold up only the jobs whose rows it holds.
+constexpr const char* kBriefRowLockWait = "SET LOCAL lock_timeout = '250ms'";
+
 TimePoint time_of(const pqxx::field& field) { return from_epoch_ms(field.as<std::int64_t>()); }
 
 std::optional<TimePoint> optional_time_of(const pqxx::field& field) {
@@ -331,7 +336,7 @@ template <typename Record>
 auto record_around_locks(pqxx::connection& connection, const Record& record) {
     try {
         pqxx::work tx(connection);
-        tx.exec("SET LOCAL lock_timeout = '250ms'");
+        tx.exec(kBriefRowLockWait);
         auto recorded = record(tx, false);
         tx.commit();
         return recorded;
@@ -339,7 +344,7 @@ auto record_around_locks(pqxx::connection& connection, const Record& record) {
         if (classify_failure(failure) != FailureKind::busy) throw;
     }
     pqxx::work tx(connection);
-    tx.exec("SET LOCAL lock_timeout = '250ms'");  // a guard: `around_locks` waits for no lock
+    tx.exec(kBriefRowLockWait);  // a guard: `around_locks` waits for no lock
     auto recorded = record(tx, true);
     tx.commit();
     return recorded;
@@ -388,7 +393,7 @@ std::vector<CommandOutcome> JobStore::apply(std::span<const Command> commands) {
     // every command behind it: past this wait the batch fails as busy (store/errors.hpp) and
     // ingest applies the others while that command waits. The loader's and the audit's own
     // row locks last a statement: a command that meets a long one only waits a little longer.
-    tx.exec("SET LOCAL lock_timeout = '250ms'");
+    tx.exec(kBriefRowLockWait);
     if (!bulk.empty()) insert_in_bulk(tx, commands, bulk, outcomes);
     for (std::size_t i = 0, next_bulk = 0; i < commands.size(); ++i) {
         if (next_bulk < bulk.size() && bulk[next_bulk] == i) {

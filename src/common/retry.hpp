@@ -22,7 +22,8 @@ void run_with_reconnect(const std::string& component, std::stop_token stop,
                         const std::function<void()>& body, Backoff backoff = {});
 
 // When to try again work that waits for rows another PostgreSQL transaction holds (ingest's
-// commands, the loader's records of hand-overs): 250 ms after it starts to wait, then twice as
+// commands, the loader's records of hand-overs and its give-backs of refused claims, the audit's
+// records of releases): 250 ms after it starts to wait, then twice as
 // long after each try that finds it still waiting, at most every 4 s. Work that goes by
 // meanwhile does not move the time.
 class LockedRowsRetry {

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <deque>
 #include <iterator>
-#include <limits>
 #include <optional>
 #include <unordered_set>
 

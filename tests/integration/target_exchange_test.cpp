@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -276,6 +277,57 @@ TEST_F(TargetExchange, targets_that_are_gone_or_route_nowhere_keep_the_job_in_un
     EXPECT_NE(metrics.find("hourglass_releases_forwarded_total 2\n"), std::string::npos) << metrics;
     EXPECT_NE(metrics.find("hourglass_releases_forwarded_unroutable_total 2\n"), std::string::npos)
         << metrics;
+}
+
+// A publisher can target an exchange that routes nowhere with every job, so the forwarder's
+// line per unroutable release is budgeted like ingest's rejections: the first 20 of each 10 s
+// window are logged, and the next line logged reports how many were left out. Every release
+// still reaches <prefix>.unroutable.
+TEST_F(TargetExchange, a_flood_of_unroutable_releases_writes_a_bounded_number_of_log_lines) {
+    const auto nowhere = user_exchange("nowhere", "direct");
+    auto& process = start_hourglass({"--allow-exchange", allow_user_exchanges()});
+    Client client(amqp_url_);
+    Client unroutable(amqp_url_);
+    unroutable.connection().consume(2, prefix_ + ".unroutable", /*no_ack=*/true);
+    constexpr int kFlood = 300;
+    std::vector<Message> jobs;
+    for (int i = 0; i < kFlood; ++i) {
+        jobs.push_back(targeted("flood-" + std::to_string(i), 2000, "k", nowhere));
+    }
+    // Once the flood's window is over: its line reports the releases left out before it.
+    jobs.push_back(targeted("after-the-flood", 15000, "k", nowhere));
+    client.publish_all(jobs);
+
+    std::optional<std::chrono::steady_clock::time_point> first;
+    auto last = std::chrono::steady_clock::now();
+    for (int i = 0; i < kFlood; ++i) {
+        ASSERT_TRUE(unroutable.receive(20s)) << "release " << i;
+        last = std::chrono::steady_clock::now();
+        if (!first) first = last;
+    }
+    const auto after = unroutable.receive(25s);
+    ASSERT_TRUE(after);
+    EXPECT_EQ(string_header(after->message, "x-hourglass-id"), "after-the-flood");
+    ASSERT_TRUE(wait_for(
+        [&] { return read_all(process.log_path()).find("after-the-flood") != std::string::npos; },
+        5s));
+
+    std::size_t lines = 0, reported_left_out = 0;
+    for (const auto& line : lines_of(read_all(process.log_path()))) {
+        if (line.find("forward: job ") == std::string::npos) continue;
+        ++lines;
+        if (const auto note = line.find(" earlier releases to it not logged)");
+            note != std::string::npos) {
+            const auto open = line.rfind('(', note);
+            reported_left_out += std::stoul(line.substr(open + 1, note - open - 1));
+        }
+    }
+    // 20 lines a window: the flood's windows and the last line's own.
+    const auto windows = static_cast<std::size_t>((last - *first) / 10s) + 1;
+    EXPECT_LE(lines, 20 * windows + 1);
+    EXPECT_GE(lines, 2u);
+    // Every release was either logged or counted in a later line.
+    EXPECT_EQ(lines + reported_left_out, static_cast<std::size_t>(kFlood + 1));
 }
 
 // The cost of forwarding (docs/using.md): with no instance running at the due time, a targeted job

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 
-#include "amqp/ack_plan.hpp"
 #include "audit/audit_metrics.hpp"
 #include "common/log_budget.hpp"
 #include "common/retry.hpp"
@@ -32,6 +31,10 @@ const std::string* string_header(const Message& message, std::string_view name) 
 
 // The outages remembered, newest last: enough to cover redeliveries after a quick second one.
 constexpr std::size_t kOutagesKept = 8;
+
+// How often each audit looks for parked releases while it knows of none: those another
+// instance parked before it stopped (the check costs one read of an empty table).
+constexpr std::chrono::seconds kParkedCheck{5};
 
 AuditSeams with_defaults(AuditSeams seams) {
     if (!seams.open_store) {
@@ -62,72 +65,70 @@ void audit_session(const AuditOptions& options, const AuditSeams& seams, AuditMe
     std::vector<ObservedRelease> batch;
     std::vector<std::uint64_t> batch_tags;       // the delivery of each release in the batch
     std::vector<std::uint64_t> unrecorded_tags;  // deliveries since the last flush not to record
-    std::size_t held = 0;  // copies delivered and not yet acked, recorded, waiting or not
+    std::size_t held = 0;                        // copies delivered and not yet acked
     auto flush_at = kNoBatch;
     Clock::time_point first_at{};  // when the batch's first copy came
     bool burst = false;            // the last batch was recorded at a burst's pace
     LogBudget foreign_lines;       // whoever may publish to the audit queue decides how many
-    // Copies whose runs' rows another transaction holds: unacked, and tried again (with the
-    // batch of the moment) when `retry` says. The prefetch window bounds them.
-    std::vector<std::pair<ObservedRelease, std::uint64_t>> waiting;
+    // Releases parked because another transaction holds their rows (any instance's): tried
+    // again when `retry` says, and looked for every kParkedCheck while none is known.
     LockedRowsRetry retry;
+    auto parked_check_at = Clock::now();
+    std::size_t parked_known = 0;
+    auto settle_parked = [&](std::size_t parked, bool tried) {
+        if (parked > 0 && !retry.waiting()) {
+            spdlog::warn(
+                "audit: {} releases wait to be recorded: another PostgreSQL transaction holds "
+                "their rows; they are kept in parked_releases and the other releases are "
+                "recorded meanwhile",
+                parked);
+        } else if (parked == 0 && retry.waiting()) {
+            spdlog::info("audit: the releases that waited for locked rows are recorded");
+        }
+        retry.settled(Clock::now(), parked > 0, tried);
+        parked_known = parked;
+        metrics.set_releases_waiting(parked);
+    };
+    auto record_parked = [&] {
+        const auto recorded = store->record_parked_releases();
+        metrics.count_releases(0, recorded.lateness_ms);
+        settle_parked(recorded.still_parked, /*tried=*/true);
+        parked_check_at = Clock::now() + kParkedCheck;
+    };
     auto flush = [&] {
-        const bool try_waiting = retry.due(Clock::now());
-        if (batch_tags.empty() && unrecorded_tags.empty() && !try_waiting) return;
+        if (batch_tags.empty() && unrecorded_tags.empty()) return;
         // The pace at which the batch came, not counting the time its record takes.
         const auto span = std::max<Clock::duration>(Clock::now() - first_at, options.batch_wait);
-        if (try_waiting) {
-            for (auto& [release, tag] : waiting) {
-                batch.push_back(std::move(release));
-                batch_tags.push_back(tag);
-            }
-            waiting.clear();
-        }
         const auto recorded = store->record_releases(batch);
-        std::vector<bool> left(batch.size(), false);
-        for (const auto i : recorded.left) left[i] = true;
-        std::vector<std::uint64_t> settled = std::move(unrecorded_tags);
-        for (std::size_t i = 0; i < batch.size(); ++i) {
-            if (left[i]) {
-                waiting.emplace_back(std::move(batch[i]), batch_tags[i]);
-            } else {
-                settled.push_back(batch_tags[i]);
-            }
-        }
         burst = options.burst_runs_per_second > 0 &&
                 static_cast<double>(recorded.lateness_ms.size()) >=
                     static_cast<double>(options.burst_runs_per_second) *
                         std::chrono::duration<double>(span).count();
-        metrics.count_releases(batch.size() - recorded.left.size(), recorded.lateness_ms);
-        std::optional<std::uint64_t> first_waiting;
-        for (const auto& entry : waiting) {
-            if (!first_waiting || entry.second < *first_waiting) first_waiting = entry.second;
+        metrics.count_releases(batch.size(), recorded.lateness_ms);
+        // Every copy is recorded, parked or not to be recorded: all are settled.
+        std::uint64_t last_tag = 0;
+        for (const auto tag : batch_tags) last_tag = std::max(last_tag, tag);
+        for (const auto tag : unrecorded_tags) last_tag = std::max(last_tag, tag);
+        feed->ack(last_tag, /*multiple=*/true);
+        spdlog::debug("audit: recorded {} releases ({} runs), parked {}",
+                      batch.size() - recorded.parked.size(), recorded.lateness_ms.size(),
+                      recorded.parked.size());
+        if (!recorded.parked.empty()) {
+            settle_parked(parked_known + recorded.parked.size(), /*tried=*/false);
         }
-        const auto acks = amqp::plan_acks(settled, first_waiting);
-        for (const auto tag : acks.one_by_one) feed->ack(tag, /*multiple=*/false);
-        if (acks.through) feed->ack(*acks.through, /*multiple=*/true);
-        spdlog::debug("audit: recorded {} releases ({} runs)", batch.size() - recorded.left.size(),
-                      recorded.lateness_ms.size());
-        if (!waiting.empty() && !retry.waiting()) {
-            spdlog::warn(
-                "audit: {} releases wait to be recorded: another PostgreSQL transaction "
-                "holds their rows; the other releases are recorded meanwhile",
-                waiting.size());
-        } else if (waiting.empty() && retry.waiting()) {
-            spdlog::info("audit: the releases that waited for locked rows are recorded");
-        }
-        retry.settled(Clock::now(), !waiting.empty(), try_waiting);
-        metrics.set_releases_waiting(waiting.size());
         batch.clear();
         batch_tags.clear();
         unrecorded_tags.clear();
-        held = waiting.size();
+        held = 0;
         flush_at = kNoBatch;
+    };
+    const auto parked_due = [&] {
+        const auto at = Clock::now();
+        return retry.waiting() ? retry.due(at) : at >= parked_check_at;
     };
 
     while (!stop.stop_requested()) {
-        auto wake_at = flush_at;
-        if (retry.waiting()) wake_at = std::min(wake_at, retry.at());
+        auto wake_at = std::min(flush_at, retry.waiting() ? retry.at() : parked_check_at);
         auto wait = std::chrono::microseconds{100000};
         if (wake_at != kNoBatch) {
             wait = std::max(
@@ -169,9 +170,10 @@ void audit_session(const AuditOptions& options, const AuditSeams& seams, AuditMe
                 if (flush_at == kNoBatch) flush_at = arrived + options.batch_wait;
                 if (batch.size() >= options.batch_size) flush();
             }
-        } else if (Clock::now() >= flush_at || retry.due(Clock::now())) {
+        } else if (Clock::now() >= flush_at) {
             flush();
         }
+        if (parked_due()) record_parked();
     }
     flush();
 }

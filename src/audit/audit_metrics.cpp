@@ -17,8 +17,9 @@ AuditMetrics::AuditMetrics(metrics::Registry& registry)
           metrics::kLatenessBuckets)),
       releases_waiting_(registry.add_gauge(
           "hourglass_releases_waiting",
-          "Release copies held unacked because another PostgreSQL transaction holds their runs' "
-          "rows; the other releases are recorded meanwhile.")) {}
+          "Releases observed and not yet recorded because another PostgreSQL transaction "
+          "holds their runs' rows: parked in parked_releases (every instance's), recorded once "
+          "the lock ends; the other releases are recorded meanwhile.")) {}
 
 void AuditMetrics::count_releases(std::size_t copies,
                                   const std::vector<double>& lateness_ms) noexcept {

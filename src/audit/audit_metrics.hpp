@@ -18,9 +18,9 @@ public:
     // the rest of its release group) with the lateness of each in milliseconds (lateness_ms in
     // the jobs table).
     void count_releases(std::size_t copies, const std::vector<double>& lateness_ms) noexcept;
-    // Release copies held unacked because another transaction holds their runs' rows.
-    void set_releases_waiting(std::size_t copies) noexcept {
-        releases_waiting_.set(static_cast<double>(copies));
+    // Releases parked because another transaction holds their runs' rows (any instance's).
+    void set_releases_waiting(std::size_t releases) noexcept {
+        releases_waiting_.set(static_cast<double>(releases));
     }
 
 private:

@@ -79,7 +79,8 @@ void prepare_statements(pqxx::connection& c) {
                   "  AND due_at <= $2 ORDER BY due_at LIMIT $3 FOR UPDATE SKIP LOCKED), "
                   // A lease past lease_until whose owner does not beat (migration 007, 3 s
                   // is kTakeoverAfter): a live owner's claims never expire under it.
-                  "expired AS (" + candidate +
+                  "expired AS (" +
+                  candidate +
                   "  j WHERE lease_owner IS NOT NULL AND lease_until < now() "
                   "  AND lease_owner <> $1 AND state = 'pending' "
                   "  AND NOT EXISTS (SELECT 1 FROM instances i WHERE i.id = j.lease_owner "
@@ -89,10 +90,17 @@ void prepare_statements(pqxx::connection& c) {
                   // after they were last handed over): the broker lost them (see
                   // resend_due_before). NULL $5 turns this off. Runs handed over with the
                   // audit off were never to be observed (migration 009).
-                  "unobserved AS (" + candidate +
-                  "  WHERE state = 'enqueued' AND due_at < $5 "
+                  // Nor runs whose release, or their group's, is parked (migration 012): it
+                  // was observed, and is recorded once another transaction's lock ends.
+                  "unobserved AS (" +
+                  candidate +
+                  "  u WHERE state = 'enqueued' AND due_at < $5 "
                   "  AND enqueued_at < $5 AND audited "
                   "  AND (lease_owner IS NULL OR (lease_until < now() AND lease_owner <> $1)) "
+                  "  AND NOT EXISTS (SELECT 1 FROM parked_releases p "
+                  "                  WHERE p.job_id = u.id AND p.run = u.runs) "
+                  "  AND NOT EXISTS (SELECT 1 FROM parked_releases p WHERE "
+                  "    p.job_id = u.observed_with_id AND p.run = u.observed_with_run) "
                   "  ORDER BY due_at LIMIT $3 FOR UPDATE SKIP LOCKED), "
                   "candidates AS (SELECT * FROM fresh UNION ALL SELECT * FROM expired "
                   "               UNION ALL SELECT * FROM unobserved), "
@@ -105,7 +113,8 @@ void prepare_statements(pqxx::connection& c) {
                   "UPDATE jobs j SET lease_owner = $1, "
                   "lease_until = now() + $4 * interval '1 millisecond', updated_at = now() "
                   "WHERE j.id IN (SELECT id FROM taken) "
-                  "RETURNING " + kClaimedRunColumns + ", (SELECT count(*) FROM candidates)");
+                  "RETURNING " +
+                  kClaimedRunColumns + ", (SELECT count(*) FROM candidates)");
     // Runs observed with another (release groups, migration 010) end `done` here when that
     // run's release was recorded first (a release can beat its hand-over's commit).
     c.prepare("record_handed_over",
@@ -196,6 +205,22 @@ void prepare_statements(pqxx::connection& c) {
               "FROM jsonb_to_recordset($1::jsonb) AS x(id text, run integer, released_us bigint) "
               "WHERE c.observed_with_id = x.id AND c.observed_with_run = x.run "
               "AND c.state = 'enqueued' RETURNING c.lateness_ms");
+    // Releases parked while another transaction held their rows (migration 012). The
+    // records of the parked take them oldest first and skip those another audit is recording.
+    c.prepare("park_releases",
+              "INSERT INTO parked_releases (job_id, run, due_at, released_at) "
+              "SELECT x.id, x.run, to_timestamp(x.due_ms / 1000.0), "
+              "to_timestamp(x.released_us / 1000000.0) "
+              "FROM jsonb_to_recordset($1::jsonb) AS x(id text, run integer, due_ms bigint, "
+              "released_us bigint) ON CONFLICT (job_id, run) DO NOTHING");
+    c.prepare("parked_releases",
+              "SELECT job_id, run, floor(extract(epoch FROM due_at) * 1000)::bigint, "
+              "floor(extract(epoch FROM released_at) * 1000000)::bigint FROM parked_releases "
+              "ORDER BY parked_at, job_id, run LIMIT $1 FOR UPDATE SKIP LOCKED");
+    c.prepare("forget_parked_releases",
+              "DELETE FROM parked_releases p USING jsonb_to_recordset($1::jsonb) "
+              "AS x(id text, run integer) WHERE p.job_id = x.id AND p.run = x.run");
+    c.prepare("count_parked_releases", "SELECT count(*) FROM parked_releases");
     c.prepare("live_instances",
               "SELECT count(*) FROM instances "
               "WHERE heartbeat_at >= now() - $1 * interval '1 millisecond'");
@@ -571,53 +596,108 @@ void JobStore::leave(const std::string& owner) {
     tx.commit();
 }
 
-RecordedReleases JobStore::record_releases(const std::vector<ObservedRelease>& releases) {
-    if (releases.empty()) return {};
+namespace {
+
+// Ids and runs from a release copy's headers may be any bytes: replaced, they match no row.
+std::string dump_release_rows(const json& rows) {
+    return rows.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+// A release as the statements read it (jsonb_to_recordset).
+json release_row(const ObservedRelease& release) {
+    return {{"id", release.id},
+            {"run", release.run},
+            {"due_ms", to_epoch_ms(release.due)},
+            {"released_us", release.released_at.time_since_epoch().count()}};
+}
+
+// Records `releases` in `tx` (see ReleaseStore::record_releases). With `around_locks`, only
+// those whose rows, and whose groups' rows, no other transaction holds; the positions of the
+// others are returned in `parked`, not yet parked.
+RecordedReleases record_releases_in(pqxx::work& tx, const std::vector<ObservedRelease>& releases,
+                                    bool around_locks) {
+    RecordedReleases recorded;
     std::set<std::string> observed;
     for (const auto& release : releases) observed.insert(release.id);
-    // Ids and runs from a release copy's headers may be any bytes: replaced, they match no row.
-    const auto dump = [](const json& rows) {
-        return rows.dump(-1, ' ', false, json::error_handler_t::replace);
-    };
+    std::set<std::string> held_elsewhere;
+    if (around_locks) {
+        held_elsewhere = lock_rows_not_held_elsewhere(tx, observed);
+        json groups = json::array();
+        for (const auto& release : releases) {
+            if (!held_elsewhere.contains(release.id)) {
+                groups.push_back({{"id", release.id}, {"run", release.run}});
+            }
+        }
+        for (const auto& row : tx.exec_prepared("lock_group_runs", dump_release_rows(groups))) {
+            held_elsewhere.insert(row[0].as<std::string>());
+        }
+    } else {
+        tx.exec_prepared("lock_observed_runs", dump_release_rows(json(observed)));
+    }
+    json rows = json::array();
+    for (std::size_t i = 0; i < releases.size(); ++i) {
+        const auto& release = releases[i];
+        if (held_elsewhere.contains(release.id)) {
+            recorded.parked.push_back(i);
+            continue;
+        }
+        rows.push_back(release_row(release));
+    }
+    if (!rows.empty()) {
+        const auto released = dump_release_rows(rows);
+        for (const auto* statement : {"record_releases", "record_group_releases"}) {
+            for (const auto& row : tx.exec_prepared(statement, released)) {
+                if (!row[0].is_null()) recorded.lateness_ms.push_back(row[0].as<double>());
+            }
+        }
+    }
+    return recorded;
+}
+
+// The parked releases recorded in one transaction at most: a lock on many rows parks many.
+constexpr int kParkedBatch = 1000;
+
+}  // namespace
+
+RecordedReleases JobStore::record_releases(const std::vector<ObservedRelease>& releases) {
+    if (releases.empty()) return {};
     return record_around_locks(*connection_, [&](pqxx::work& tx, bool around_locks) {
-        RecordedReleases recorded;
-        std::set<std::string> held_elsewhere;
-        if (around_locks) {
-            held_elsewhere = lock_rows_not_held_elsewhere(tx, observed);
-            json groups = json::array();
-            for (const auto& release : releases) {
-                if (!held_elsewhere.contains(release.id)) {
-                    groups.push_back({{"id", release.id}, {"run", release.run}});
-                }
-            }
-            for (const auto& row : tx.exec_prepared("lock_group_runs", dump(groups))) {
-                held_elsewhere.insert(row[0].as<std::string>());
-            }
-        } else {
-            tx.exec_prepared("lock_observed_runs", dump(json(observed)));
-        }
-        json rows = json::array();
-        for (std::size_t i = 0; i < releases.size(); ++i) {
-            const auto& release = releases[i];
-            if (held_elsewhere.contains(release.id)) {
-                recorded.left.push_back(i);
-                continue;
-            }
-            rows.push_back({{"id", release.id},
-                            {"run", release.run},
-                            {"due_ms", to_epoch_ms(release.due)},
-                            {"released_us", release.released_at.time_since_epoch().count()}});
-        }
-        if (!rows.empty()) {
-            const auto released = dump(rows);
-            for (const auto* statement : {"record_releases", "record_group_releases"}) {
-                for (const auto& row : tx.exec_prepared(statement, released)) {
-                    if (!row[0].is_null()) recorded.lateness_ms.push_back(row[0].as<double>());
-                }
-            }
+        auto recorded = record_releases_in(tx, releases, around_locks);
+        if (!recorded.parked.empty()) {
+            json rows = json::array();
+            for (const auto i : recorded.parked) rows.push_back(release_row(releases[i]));
+            tx.exec_prepared("park_releases", dump_release_rows(rows));
         }
         return recorded;
     });
+}
+
+RecordedParked JobStore::record_parked_releases() {
+    pqxx::work tx(*connection_);
+    tx.exec(kBriefRowLockWait);  // a guard: recording around locks waits for no lock
+    std::vector<ObservedRelease> releases;
+    for (const auto& row : tx.exec_prepared("parked_releases", kParkedBatch)) {
+        releases.push_back({row[0].as<std::string>(), row[1].as<int>(),
+                            from_epoch_ms(row[2].as<std::int64_t>()),
+                            std::chrono::sys_time<std::chrono::microseconds>{
+                                std::chrono::microseconds{row[3].as<std::int64_t>()}}});
+    }
+    RecordedParked result;
+    if (!releases.empty()) {
+        auto recorded = record_releases_in(tx, releases, /*around_locks=*/true);
+        result.lateness_ms = std::move(recorded.lateness_ms);
+        std::vector<bool> still_held(releases.size(), false);
+        for (const auto i : recorded.parked) still_held[i] = true;
+        json done = json::array();
+        for (std::size_t i = 0; i < releases.size(); ++i) {
+            if (!still_held[i]) done.push_back({{"id", releases[i].id}, {"run", releases[i].run}});
+        }
+        if (!done.empty()) tx.exec_prepared("forget_parked_releases", dump_release_rows(done));
+    }
+    result.still_parked =
+        static_cast<std::size_t>(tx.exec_prepared1("count_parked_releases")[0].as<std::int64_t>());
+    tx.commit();
+    return result;
 }
 
 Stats JobStore::stats() {

@@ -84,8 +84,9 @@ public:
     // Unregisters `owner` (a clean stop).
     void leave(const std::string& owner) override;
     // Records releases seen by the audit consumer (see ReleaseStore); releases of unknown jobs
-    // are skipped, those whose rows another transaction holds are left.
+    // are skipped, those whose rows another transaction holds are parked.
     RecordedReleases record_releases(const std::vector<ObservedRelease>& releases) override;
+    RecordedParked record_parked_releases() override;
 
     Stats stats();
     // Instances that beat within `silent_for` (those another instance would not take over).

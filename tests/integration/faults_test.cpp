@@ -306,5 +306,29 @@ TEST_F(Faults, a_released_job_locked_by_another_transaction_holds_up_no_other_re
     EXPECT_EQ(client.drain(500ms, 2s).size(), 5u) << "each other job released once";
 }
 
+// A lock that outlasts --resend-after: the release observed meanwhile is parked, so the loader
+// does not take its run for one the broker lost and publish it again once the lock ends.
+TEST_F(Faults, a_release_parked_for_a_lock_longer_than_resend_after_is_not_published_again) {
+    start_hourglass({"--resend-after", "1s"});
+    Client client(amqp_url_);
+    client.subscribe(out_exchange(), "#");
+    client.publish(delayed("victim", 1500));
+    ASSERT_TRUE(eventually("SELECT state FROM jobs WHERE id = 'victim'", "enqueued", 10s));
+    pqxx::connection operator_session(pg_url_);
+    pqxx::work held(operator_session);
+    held.exec("UPDATE " + held.quote_name(schema_) +
+              ".jobs SET routing_key = routing_key WHERE id = 'victim'");
+    ASSERT_TRUE(client.receive(5s));
+    EXPECT_TRUE(
+        eventually("SELECT count(*) FROM parked_releases WHERE job_id = 'victim'", "1", 5s));
+    std::this_thread::sleep_for(3s);  // three times --resend-after
+    held.commit();
+
+    EXPECT_TRUE(eventually("SELECT state FROM jobs WHERE id = 'victim'", "done", 10s));
+    EXPECT_EQ(sql("SELECT count(*) FROM parked_releases")[0][0].as<int>(), 0);
+    EXPECT_EQ(sql("SELECT runs FROM jobs WHERE id = 'victim'")[0][0].as<int>(), 1);
+    EXPECT_TRUE(client.drain(3000ms, 5s).empty()) << "the victim was published again";
+}
+
 }  // namespace
 }  // namespace hourglass::testing

@@ -126,8 +126,9 @@ TEST_F(ReleaseGroups, a_group_ends_done_whichever_of_release_and_hand_over_is_re
 
 // An operator's open transaction holds a run of a group (not the one observed) or a run
 // observed alone: the record of the audit neither waits nor records part of a group; it records
-// the rest and leaves those releases, which it records in full once the lock is gone.
-TEST_F(ReleaseGroups, a_record_leaves_the_releases_whose_groups_another_transaction_holds) {
+// the rest and parks those releases, which it records in full once the lock is gone. Parked,
+// their runs are not taken for runs the broker lost (--resend-after).
+TEST_F(ReleaseGroups, a_record_parks_the_releases_whose_groups_another_transaction_holds) {
     store::migrate(*db_, schema_, false);
     store::JobStore store({pg_url_, schema_});
     const auto due = std::chrono::time_point_cast<Milliseconds>(now_us()) + 200ms;
@@ -161,19 +162,38 @@ TEST_F(ReleaseGroups, a_record_leaves_the_releases_whose_groups_another_transact
     const auto asked = std::chrono::steady_clock::now();
     const auto recorded = store.record_releases(releases);
     EXPECT_LT(std::chrono::steady_clock::now() - asked, 1s) << "the record waited for the lock";
-    EXPECT_EQ(recorded.left, (std::vector<std::size_t>{0, 1}));
+    EXPECT_EQ(recorded.parked, (std::vector<std::size_t>{0, 1}));
     EXPECT_EQ(recorded.lateness_ms.size(), 1u);
     const auto states = [&] {
         return sql("SELECT string_agg(id || ' ' || state, ',' ORDER BY id) FROM jobs")[0][0]
             .as<std::string>();
     };
+    const auto parked = [&] {
+        return sql("SELECT coalesce(string_agg(job_id || ':' || run, ',' ORDER BY job_id), '') "
+                   "FROM parked_releases")[0][0]
+            .as<std::string>();
+    };
     EXPECT_EQ(states(), "a1 enqueued,a2 enqueued,a3 enqueued,b1 enqueued,c1 done");
+    EXPECT_EQ(parked(), "a3:1,b1:1");
+
+    // While the lock lasts, the record of the parked neither waits nor records them.
+    const auto tried = std::chrono::steady_clock::now();
+    const auto still = store.record_parked_releases();
+    EXPECT_LT(std::chrono::steady_clock::now() - tried, 1s) << "the record waited for the lock";
+    EXPECT_TRUE(still.lateness_ms.empty());
+    EXPECT_EQ(still.still_parked, 2u);
 
     held.abort();
-    const auto retried = store.record_releases({releases[0], releases[1]});
-    EXPECT_TRUE(retried.left.empty());
+    // Long after --resend-after, no run of theirs is taken for a lost one: a3 and b1 are
+    // parked, a1 and a2 are observed with a3.
+    const auto resend =
+        store.claim_due("another", due + 1s, store::ClaimLimit{.runs = 10}, 60s, due + 1h);
+    EXPECT_TRUE(resend.runs.empty()) << resend.runs.size() << " runs taken for lost ones";
+    const auto retried = store.record_parked_releases();
     EXPECT_EQ(retried.lateness_ms.size(), 4u);
+    EXPECT_EQ(retried.still_parked, 0u);
     EXPECT_EQ(states(), "a1 done,a2 done,a3 done,b1 done,c1 done");
+    EXPECT_EQ(parked(), "");
 }
 
 // A job whose routing key is the audit key: its release is copied to the audit whatever

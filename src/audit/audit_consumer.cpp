@@ -89,10 +89,12 @@ void audit_session(const AuditOptions& options, const AuditSeams& seams, AuditMe
         parked_known = parked;
         metrics.set_releases_waiting(parked);
     };
+    bool more_parked_free = false;  // the last record of the parked took a batch, more may be free
     auto record_parked = [&] {
         const auto recorded = store->record_parked_releases();
         metrics.count_releases(0, recorded.lateness_ms);
-        settle_parked(recorded.still_parked, /*tried=*/true);
+        settle_parked(recorded.still_parked, /*tried=*/recorded.unparked == 0);
+        more_parked_free = recorded.unparked > 0 && recorded.still_parked > 0;
         parked_check_at = Clock::now() + kParkedCheck;
     };
     auto flush = [&] {
@@ -124,6 +126,7 @@ void audit_session(const AuditOptions& options, const AuditSeams& seams, AuditMe
     };
     const auto parked_due = [&] {
         const auto at = Clock::now();
+        if (more_parked_free) return true;
         return retry.waiting() ? retry.due(at) : at >= parked_check_at;
     };
 

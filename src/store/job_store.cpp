@@ -693,6 +693,7 @@ RecordedParked JobStore::record_parked_releases() {
             if (!still_held[i]) done.push_back({{"id", releases[i].id}, {"run", releases[i].run}});
         }
         if (!done.empty()) tx.exec_prepared("forget_parked_releases", dump_release_rows(done));
+        result.unparked = done.size();
     }
     result.still_parked =
         static_cast<std::size_t>(tx.exec_prepared1("count_parked_releases")[0].as<std::int64_t>());

@@ -22,6 +22,7 @@ struct RecordedReleases {
 // What one record of parked releases did.
 struct RecordedParked {
     std::vector<double> lateness_ms;  // of every run recorded
+    std::size_t unparked = 0;         // parked releases recorded, or forgotten (their job is gone)
     std::size_t still_parked = 0;     // releases still parked (any instance's)
 };
 

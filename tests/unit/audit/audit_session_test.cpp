@@ -146,6 +146,7 @@ public:
             return true;
         });
         if (!ids.empty()) world_.log.push_back("record parked " + ids);
+        recorded.unparked = recorded.lateness_ms.size();
         recorded.still_parked = world_.parked.size();
         return recorded;
     }

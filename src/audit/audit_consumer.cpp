@@ -89,12 +89,12 @@ void audit_session(const AuditOptions& options, const AuditSeams& seams, AuditMe
         parked_known = parked;
         metrics.set_releases_waiting(parked);
     };
-    bool more_parked_free = false;  // the last record of the parked took a batch, more may be free
     auto record_parked = [&] {
         const auto recorded = store->record_parked_releases();
         metrics.count_releases(0, recorded.lateness_ms);
+        // A record that took some is not a failed try: the retry's time stays come, so the
+        // next batch follows at once (a lock on many rows ends in seconds, not minutes).
         settle_parked(recorded.still_parked, /*tried=*/recorded.unparked == 0);
-        more_parked_free = recorded.unparked > 0 && recorded.still_parked > 0;
         parked_check_at = Clock::now() + kParkedCheck;
     };
     auto flush = [&] {
@@ -126,7 +126,6 @@ void audit_session(const AuditOptions& options, const AuditSeams& seams, AuditMe
     };
     const auto parked_due = [&] {
         const auto at = Clock::now();
-        if (more_parked_free) return true;
         return retry.waiting() ? retry.due(at) : at >= parked_check_at;
     };
 

@@ -42,6 +42,7 @@ struct FakeWorld {
     std::vector<ObservedRelease> parked;
     int parked_tries = 0;           // records of parked releases while some were parked
     int parked_checks = 0;          // records of parked releases while none were
+    std::size_t parked_batch = 1000;  // parked releases one record takes at most
     std::size_t runs_per_copy = 1;  // runs each copy's release group records
     int feeds_opened = 0;
     std::atomic<std::int64_t> now_us{kNoon.time_since_epoch().count()};
@@ -138,8 +139,10 @@ public:
         }
         ++world_.parked_tries;
         std::string ids;
+        std::size_t taken = 0;
         std::erase_if(world_.parked, [&](const ObservedRelease& release) {
-            if (world_.locked.contains(release.id)) return false;
+            if (world_.locked.contains(release.id) || taken == world_.parked_batch) return false;
+            ++taken;
             ids += (ids.empty() ? "" : ",") + release.id;
             world_.recorded_ids.push_back(release.id);
             recorded.lateness_ms.push_back(1.0);
@@ -289,6 +292,28 @@ TEST_F(AuditSessionTest, a_copy_whose_row_another_transaction_holds_is_parked_an
     EXPECT_LE(checks() - before, 1);
     finish();
     EXPECT_EQ(world.events().size(), 3u);
+}
+
+// Once the lock is gone, a record of the parked that took a full batch is followed by the next
+// at once, not at the retry's pace (0.25-4 s), so that a lock on many rows ends in seconds.
+TEST_F(AuditSessionTest, parked_releases_are_recorded_batch_after_batch_once_the_lock_is_gone) {
+    options.batch_size = 5;
+    options.batch_wait = 1h;
+    world.parked_batch = 1;
+    world.locked = {"a", "b", "c", "d", "e"};
+    for (const auto* id : {"a", "b", "c", "d", "e"}) world.deliver(released_copy(id));
+    start();
+    ASSERT_TRUE(eventually(has_size(2)));
+    std::this_thread::sleep_for(300ms);  // a first retry found them all still held
+    {
+        std::lock_guard lock(world.mutex);
+        world.locked.clear();
+    }
+    const auto unlocked = std::chrono::steady_clock::now();
+    ASSERT_TRUE(eventually([](const auto& events) { return events.back() == "record parked e"; }));
+    // The retry's next try comes 500 ms after the first; the four more follow it at once.
+    EXPECT_LT(std::chrono::steady_clock::now() - unlocked, 700ms);
+    EXPECT_EQ(world.recorded_ids, (std::vector<std::string>{"a", "b", "c", "d", "e"}));
 }
 
 // What another instance parked before it stopped is recorded by the next audit that starts.

@@ -65,7 +65,6 @@ void audit_session(const AuditOptions& options, const AuditSeams& seams, AuditMe
     std::vector<ObservedRelease> batch;
     std::vector<std::uint64_t> batch_tags;       // the delivery of each release in the batch
     std::vector<std::uint64_t> unrecorded_tags;  // deliveries since the last flush not to record
-    std::size_t held = 0;                        // copies delivered and not yet acked
     auto flush_at = kNoBatch;
     Clock::time_point first_at{};  // when the batch's first copy came
     bool burst = false;            // the last batch was recorded at a burst's pace
@@ -107,11 +106,10 @@ void audit_session(const AuditOptions& options, const AuditSeams& seams, AuditMe
                     static_cast<double>(options.burst_runs_per_second) *
                         std::chrono::duration<double>(span).count();
         metrics.count_releases(batch.size(), recorded.lateness_ms);
-        // Every copy is recorded, parked or not to be recorded: all are settled.
-        std::uint64_t last_tag = 0;
-        for (const auto tag : batch_tags) last_tag = std::max(last_tag, tag);
-        for (const auto tag : unrecorded_tags) last_tag = std::max(last_tag, tag);
-        feed->ack(last_tag, /*multiple=*/true);
+        // Every copy delivered is recorded, parked or not to be recorded: all are settled.
+        // Tags grow with each delivery, so the last of either list acks them all.
+        const auto last_of = [](const auto& tags) { return tags.empty() ? 0 : tags.back(); };
+        feed->ack(std::max(last_of(batch_tags), last_of(unrecorded_tags)), /*multiple=*/true);
         spdlog::debug("audit: recorded {} releases ({} runs), parked {}",
                       batch.size() - recorded.parked.size(), recorded.lateness_ms.size(),
                       recorded.parked.size());
@@ -121,7 +119,6 @@ void audit_session(const AuditOptions& options, const AuditSeams& seams, AuditMe
         batch.clear();
         batch_tags.clear();
         unrecorded_tags.clear();
-        held = 0;
         flush_at = kNoBatch;
     };
     const auto parked_due = [&] {
@@ -161,13 +158,12 @@ void audit_session(const AuditOptions& options, const AuditSeams& seams, AuditMe
                              options.names.audit, left_out_note(grant.left_out, "such messages"));
             }
             if (!recording) unrecorded_tags.push_back(delivery->delivery_tag);
-            ++held;
             const auto arrived = Clock::now();
             if (flush_at == kNoBatch) first_at = arrived;
             if (burst) {
                 flush_at = std::min(arrived + options.burst_quiet, first_at + options.burst_hold);
                 // The broker sends no more until these are acked.
-                if (held >= options.prefetch) flush();
+                if (batch_tags.size() + unrecorded_tags.size() >= options.prefetch) flush();
             } else {
                 if (flush_at == kNoBatch) flush_at = arrived + options.batch_wait;
                 if (batch.size() >= options.batch_size) flush();

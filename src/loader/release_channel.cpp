@@ -17,6 +17,7 @@ public:
     std::uint64_t publish(const Message& message) override {
         return connection_.publish(kChannel, message);
     }
+    void hold_sends(bool hold) noexcept override { connection_.hold_sends(hold); }
     std::optional<amqp::Event> next_event(std::chrono::microseconds timeout) override {
         return connection_.next_event(timeout);
     }

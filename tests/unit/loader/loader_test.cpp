@@ -203,6 +203,7 @@ struct FakeBroker {
     struct Published {
         Message message;
         Micros at;
+        bool held = false;  // published while the channel held its sends
     };
     std::mutex mutex;
     std::deque<Answer> next_answers;  // then ack
@@ -210,6 +211,8 @@ struct FakeBroker {
     int channels_opened = 0;
     bool hold_confirms = false;  // true: publishes are confirmed only once it is false again
     int empty_polls_without_wait = 0;  // next_event(0) calls that found nothing
+    bool sends_held = false;
+    int waits_while_held = 0;  // next_event calls while sends were held: publishes stuck unsent
 
     void answer_next(std::initializer_list<Answer> answers) {
         std::lock_guard lock(mutex);
@@ -232,13 +235,14 @@ public:
             broker_.next_answers.pop_front();
         }
         if (answer == FakeBroker::Answer::fail) throw std::runtime_error("fake broker: connection lost");
-        broker_.published.push_back({message, now_()});
+        broker_.published.push_back({message, now_(), broker_.sends_held});
         confirms_.push_back(amqp::Confirm{1, ++sequence_, false, answer == FakeBroker::Answer::ack});
         return sequence_;
     }
     std::optional<amqp::Event> next_event(std::chrono::microseconds timeout) override {
         {
             std::lock_guard lock(broker_.mutex);
+            if (broker_.sends_held) ++broker_.waits_while_held;
             if (!confirms_.empty() && !broker_.hold_confirms) {
                 const auto confirm = confirms_.front();
                 confirms_.pop_front();
@@ -250,6 +254,10 @@ public:
         return std::nullopt;
     }
     std::size_t frame_max() const override { return 131072; }
+    void hold_sends(bool hold) noexcept override {
+        std::lock_guard lock(broker_.mutex);
+        broker_.sends_held = hold;
+    }
 
 private:
     FakeBroker& broker_;
@@ -411,6 +419,21 @@ TEST_F(LoaderTest, hands_over_runs_due_within_the_horizon_on_time_and_records_th
     }
     // The fake counts a record inside the store call; the loader counts it just after.
     EXPECT_TRUE(eventually([&] { return loader->runs_handed_over() == 2u; }));
+}
+
+// The runs of one batch leave together (fewer, fuller TCP segments for the broker to read), and
+// are let go before the loader waits for their confirms: none stays unsent meanwhile.
+TEST_F(LoaderTest, publishes_a_batch_with_its_sends_held_and_lets_them_go_before_waiting) {
+    for (int i = 0; i < 20; ++i) db.add("job-" + std::to_string(100 + i), in(300ms));
+    start(options());
+    ASSERT_TRUE(eventually([&] { return db.handed_over() == 20; }));
+    const auto publishes = broker.publishes();
+    ASSERT_EQ(publishes.size(), 20u);
+    for (const auto& publish : publishes)
+        EXPECT_TRUE(publish.held) << header_text(publish.message, header::kId);
+    std::lock_guard lock(broker.mutex);
+    EXPECT_EQ(broker.waits_while_held, 0);
+    EXPECT_FALSE(broker.sends_held);
 }
 
 // With --no-audit nothing observes a release: the runs go out marked unaudited, so that an

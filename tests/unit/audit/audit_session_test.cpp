@@ -259,9 +259,6 @@ TEST_F(AuditSessionTest, nothing_is_acked_while_the_database_refuses_and_all_is_
     EXPECT_EQ(world.events(), (std::vector<std::string>{"record a,b", "ack 2"}));
 }
 
-// A copy whose run's row an operator's transaction holds stays unacked and is tried again with a
-// backoff (not in a loop); the copies after it are recorded and acked one by one, never with an
-// ack "through" it.
 // A copy whose run's row another transaction holds is parked and acked with the others, so
 // that no number of them fills the prefetch window; it is recorded once the lock is gone.
 TEST_F(AuditSessionTest, a_copy_whose_row_another_transaction_holds_is_parked_and_acked_at_once) {

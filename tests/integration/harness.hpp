@@ -124,7 +124,7 @@ protected:
     std::string services(const std::string& action, const std::string& arguments = "");
 
     // A broker recovers every durable queue and exchange when it starts: a column's leftovers
-    // (about 1,700 queues by its restart tests) kept RabbitMQ 3.10.8 busy in Mnesia for half a
+    // (measured: 2,065 queues and 2,091 exchanges after 18 tests) kept RabbitMQ 3.10.8 busy in Mnesia for half a
     // minute, and once past the 60 s a start may take. So a restart deletes them first.
     void delete_earlier_tests_broker_objects();
 

@@ -124,8 +124,9 @@ protected:
     std::string services(const std::string& action, const std::string& arguments = "");
 
     // A broker recovers every durable queue and exchange when it starts: a column's leftovers
-    // (measured: 2,065 queues and 2,091 exchanges after 18 tests) kept RabbitMQ 3.10.8 busy in Mnesia for half a
-    // minute, and once past the 60 s a start may take. So a restart deletes them first.
+    // (measured: 2,065 queues and 2,091 exchanges after 18 tests) kept RabbitMQ 3.10.8 busy
+    // in Mnesia for half a minute, and once past the 60 s a start may take. So a restart
+    // deletes them first.
     void delete_earlier_tests_broker_objects();
 
     Message command(const std::string& routing_key, const std::string& body = "body") const;

@@ -246,12 +246,25 @@ void Connection::close_channel(std::uint16_t channel) noexcept {
 }
 
 void Connection::declare_exchange(std::uint16_t channel, const std::string& name,
-                                  const std::string& type, const Arguments& arguments) {
+                                  const std::string& type, const Arguments& arguments,
+                                  Reply reply) {
     OutgoingTables tables;
+    const auto what = "declaring exchange " + name;
+    if (reply == Reply::none) {
+        amqp_exchange_declare_t method{};
+        method.exchange = to_bytes(name);
+        method.type = to_bytes(type);
+        method.durable = 1;
+        method.nowait = 1;
+        method.arguments = tables.table(arguments);
+        check(amqp_send_method(state_.get(), channel, AMQP_EXCHANGE_DECLARE_METHOD, &method),
+              what.c_str());
+        return;
+    }
     amqp_exchange_declare(state_.get(), channel, to_bytes(name), to_bytes(type), /*passive=*/0,
                           /*durable=*/1, /*auto_delete=*/0, /*internal=*/0,
                           tables.table(arguments));
-    check_reply(state_.get(), amqp_get_rpc_reply(state_.get()), ("declaring exchange " + name).c_str(), channel);
+    check_reply(state_.get(), amqp_get_rpc_reply(state_.get()), what.c_str(), channel);
 }
 
 std::string Connection::declare_queue(std::uint16_t channel, const std::string& name,
@@ -264,13 +277,37 @@ std::string Connection::declare_queue(std::uint16_t channel, const std::string& 
     return to_string(ok->queue);
 }
 
+void Connection::declare_queue_no_wait(std::uint16_t channel, const std::string& name,
+                                       const Arguments& arguments) {
+    OutgoingTables tables;
+    amqp_queue_declare_t method{};
+    method.queue = to_bytes(name);
+    method.durable = 1;
+    method.nowait = 1;
+    method.arguments = tables.table(arguments);
+    check(amqp_send_method(state_.get(), channel, AMQP_QUEUE_DECLARE_METHOD, &method),
+          ("declaring queue " + name).c_str());
+}
+
 void Connection::bind_queue(std::uint16_t channel, const std::string& queue,
                             const std::string& exchange, const std::string& binding_key,
-                            const Arguments& arguments) {
+                            const Arguments& arguments, Reply reply) {
     OutgoingTables tables;
+    const auto what = "binding queue " + queue + " to " + exchange;
+    if (reply == Reply::none) {
+        amqp_queue_bind_t method{};
+        method.queue = to_bytes(queue);
+        method.exchange = to_bytes(exchange);
+        method.routing_key = to_bytes(binding_key);
+        method.nowait = 1;
+        method.arguments = tables.table(arguments);
+        check(amqp_send_method(state_.get(), channel, AMQP_QUEUE_BIND_METHOD, &method),
+              what.c_str());
+        return;
+    }
     amqp_queue_bind(state_.get(), channel, to_bytes(queue), to_bytes(exchange),
                     to_bytes(binding_key), tables.table(arguments));
-    check_reply(state_.get(), amqp_get_rpc_reply(state_.get()), ("binding queue " + queue + " to " + exchange).c_str(), channel);
+    check_reply(state_.get(), amqp_get_rpc_reply(state_.get()), what.c_str(), channel);
 }
 
 void Connection::bind_exchange(std::uint16_t channel, const std::string& destination,
@@ -280,14 +317,61 @@ void Connection::bind_exchange(std::uint16_t channel, const std::string& destina
     check_reply(state_.get(), amqp_get_rpc_reply(state_.get()), ("binding exchange " + destination + " to " + source).c_str(), channel);
 }
 
-void Connection::delete_queue(std::uint16_t channel, const std::string& name) {
+void Connection::delete_queue(std::uint16_t channel, const std::string& name, Reply reply) {
+    const auto what = "deleting queue " + name;
+    if (reply == Reply::none) {
+        amqp_queue_delete_t method{};
+        method.queue = to_bytes(name);
+        method.nowait = 1;
+        check(amqp_send_method(state_.get(), channel, AMQP_QUEUE_DELETE_METHOD, &method),
+              what.c_str());
+        return;
+    }
     amqp_queue_delete(state_.get(), channel, to_bytes(name), 0, 0);
-    check_reply(state_.get(), amqp_get_rpc_reply(state_.get()), ("deleting queue " + name).c_str(), channel);
+    check_reply(state_.get(), amqp_get_rpc_reply(state_.get()), what.c_str(), channel);
 }
 
-void Connection::delete_exchange(std::uint16_t channel, const std::string& name) {
+void Connection::delete_exchange(std::uint16_t channel, const std::string& name, Reply reply) {
+    const auto what = "deleting exchange " + name;
+    if (reply == Reply::none) {
+        amqp_exchange_delete_t method{};
+        method.exchange = to_bytes(name);
+        method.nowait = 1;
+        check(amqp_send_method(state_.get(), channel, AMQP_EXCHANGE_DELETE_METHOD, &method),
+              what.c_str());
+        return;
+    }
     amqp_exchange_delete(state_.get(), channel, to_bytes(name), 0);
-    check_reply(state_.get(), amqp_get_rpc_reply(state_.get()), ("deleting exchange " + name).c_str(), channel);
+    check_reply(state_.get(), amqp_get_rpc_reply(state_.get()), what.c_str(), channel);
+}
+
+void Connection::await_channels(const std::vector<std::uint16_t>& channels,
+                                const std::string& what) {
+    auto* state = state_.get();
+    // basic.qos changes nothing on a channel without consumers, and the broker answers it after
+    // the methods before it on its channel.
+    for (const auto channel : channels) {
+        amqp_basic_qos_t qos{};
+        check(amqp_send_method(state, channel, AMQP_BASIC_QOS_METHOD, &qos), what.c_str());
+    }
+    // One read loop for all of them: rabbitmq-c's RPC on one channel sets aside the frames of
+    // the others and would not look at them again, so a close the broker sent on a channel
+    // while we waited for another would be missed, and its answer awaited for ever.
+    std::vector<std::uint16_t> waiting = channels;
+    while (!waiting.empty()) {
+        amqp_frame_t frame{};
+        check(amqp_simple_wait_frame(state, &frame), what.c_str());
+        if (frame.frame_type != AMQP_FRAME_METHOD) continue;
+        const auto id = frame.payload.method.id;
+        if (id == AMQP_CHANNEL_CLOSE_METHOD || id == AMQP_CONNECTION_CLOSE_METHOD) {
+            amqp_rpc_reply_t reply{};
+            reply.reply_type = AMQP_RESPONSE_SERVER_EXCEPTION;
+            reply.reply = frame.payload.method;
+            check_reply(state, reply, what.c_str(), frame.channel);
+        }
+        if (id == AMQP_BASIC_QOS_OK_METHOD) std::erase(waiting, frame.channel);
+    }
+    amqp_maybe_release_buffers(state);
 }
 
 std::optional<std::uint32_t> Connection::queue_message_count(std::uint16_t channel,

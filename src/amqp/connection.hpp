@@ -64,6 +64,9 @@ struct ConnectionOptions {
 // An exchange or queue argument table (x-message-ttl, alternate-exchange, ...).
 using Arguments = FieldTable;
 
+// Whether a method waits for the broker's reply (see Connection::declare_exchange).
+enum class Reply { wait, none };
+
 // A message delivered to a consumer.
 struct Delivery {
     std::uint16_t channel = 0;
@@ -100,17 +103,29 @@ public:
     void open_channel(std::uint16_t channel);
     void close_channel(std::uint16_t channel) noexcept;
 
+    // Reply::none sends a declaration, binding or deletion without waiting for the broker's
+    // answer (AMQP no-wait): the broker handles each channel's methods in order, so many leave
+    // at once, and the one that fails closes its channel, which await_channel() reports.
     void declare_exchange(std::uint16_t channel, const std::string& name, const std::string& type,
-                          const Arguments& arguments = {});
+                          const Arguments& arguments = {}, Reply reply = Reply::wait);
     // Durable queue unless exclusive; returns the queue name (the broker's for an empty name).
     std::string declare_queue(std::uint16_t channel, const std::string& name,
                               const Arguments& arguments, bool exclusive = false);
+    // A durable queue with a name, declared with no wait for the reply.
+    void declare_queue_no_wait(std::uint16_t channel, const std::string& name,
+                               const Arguments& arguments);
     void bind_queue(std::uint16_t channel, const std::string& queue, const std::string& exchange,
-                    const std::string& binding_key, const Arguments& arguments = {});
+                    const std::string& binding_key, const Arguments& arguments = {},
+                    Reply reply = Reply::wait);
     void bind_exchange(std::uint16_t channel, const std::string& destination,
                        const std::string& source, const std::string& binding_key);
-    void delete_queue(std::uint16_t channel, const std::string& name);
-    void delete_exchange(std::uint16_t channel, const std::string& name);
+    void delete_queue(std::uint16_t channel, const std::string& name, Reply reply = Reply::wait);
+    void delete_exchange(std::uint16_t channel, const std::string& name, Reply reply = Reply::wait);
+    // Returns once the broker has handled every method sent before on each of `channels`;
+    // throws ChannelError, with the broker's reason, if one of them (sent with Reply::none)
+    // failed. `what` says what those methods were, for the error. Other frames that arrive
+    // meanwhile are dropped: for connections that only declare or delete.
+    void await_channels(const std::vector<std::uint16_t>& channels, const std::string& what);
     // Number of ready messages in a queue (passive declare); nullopt when it does not exist.
     std::optional<std::uint32_t> queue_message_count(std::uint16_t channel,
                                                      const std::string& queue);

@@ -118,6 +118,10 @@ struct TopologyOptions {
     unsigned delay_lanes = kDefaultDelayLanes;  // 1 .. kMaxDelayLanes
 };
 
+// Channels declare_topology opens beside its own for the delay queues (channel + 1 ..
+// channel + kLadderChannels), and closes again.
+inline constexpr std::uint16_t kLadderChannels = 8;
+
 // Declares everything idempotently on an open channel. Every queue gets an explicit
 // x-queue-type (reference §10).
 void declare_topology(amqp::Connection& connection, std::uint16_t channel,

@@ -587,6 +587,29 @@ TEST_F(Operations, startup_errors_are_one_clear_line_and_a_non_zero_exit) {
     }
 }
 
+// The delay queues are declared without waiting for each reply, over several channels
+// (src/delay/topology.cpp): a declaration the broker refuses must still stop the start, with
+// the broker's reason and the queue's name, whichever channel it went on.
+TEST_F(Operations, a_delay_queue_declared_with_other_arguments_stops_the_start_naming_it) {
+    for (const auto& queue : {prefix_ + ".delay.ttl-2000ms.3", prefix_ + ".delay.forward.9000"}) {
+        SCOPED_TRACE(queue);
+        Client client(admin_amqp_url_);
+        client.connection().delete_queue(1, queue);  // as the run before may have declared it
+        client.connection().declare_queue(1, queue, {{"x-queue-type", std::string("classic")}});
+        const auto started = std::chrono::steady_clock::now();
+        const auto result =
+            run_cli({"run", "--amqp-url", amqp_url_, "--pg-url", pg_url_, "--schema", schema_,
+                     "--prefix", prefix_, "--http", "off", "--horizon", "10s"},
+                    20s);
+        EXPECT_NE(result.exit_code, 0);
+        EXPECT_NE(result.exit_code, -1) << "it hung";
+        EXPECT_LT(std::chrono::steady_clock::now() - started, 15s);
+        EXPECT_THAT(result.err, HasSubstr("PRECONDITION_FAILED"));
+        EXPECT_THAT(result.err, HasSubstr("'" + queue + "'"));
+        client.connection().delete_queue(1, queue);
+    }
+}
+
 TEST_F(Operations, sigterm_with_work_in_flight_exits_zero_promptly) {
     auto& process = start_hourglass({"--horizon", "5s"});
     Client client(amqp_url_);

@@ -105,7 +105,7 @@ public:
 
     // Reply::none sends a declaration, binding or deletion without waiting for the broker's
     // answer (AMQP no-wait): the broker handles each channel's methods in order, so many leave
-    // at once, and the one that fails closes its channel, which await_channel() reports.
+    // at once, and the one that fails closes its channel, which await_channels() reports.
     void declare_exchange(std::uint16_t channel, const std::string& name, const std::string& type,
                           const Arguments& arguments = {}, Reply reply = Reply::wait);
     // Durable queue unless exclusive; returns the queue name (the broker's for an empty name).

@@ -117,10 +117,10 @@ protected:
                                       std::string binary = hourglass_binary());
     // Waits until the process logged that it runs.
     void wait_until_ready(HourglassProcess& process);
-    // Runs `scripts/services ACTION DIR ARGUMENTS` on the test's private services. Before
-    // stop-rabbit it deletes the queues and exchanges earlier tests left in the vhost `/`
+    // Runs `scripts/services ACTION DIR ARGUMENTS` on the test's private services (stop-rabbit,
+    // start-pg, rabbitmqctl ...); returns what it printed. Before stop-rabbit it deletes the
+    // queues and exchanges earlier tests left in the vhost `/`
     // (delete_earlier_tests_broker_objects).
-    // (stop-rabbit, start-pg, rabbitmqctl ...); returns what it printed.
     std::string services(const std::string& action, const std::string& arguments = "");
 
     // A broker recovers every durable queue and exchange when it starts: a column's leftovers

@@ -14,7 +14,10 @@
 // "sustained" is the acked rate between --warmup s and the end of publishing; "total" also
 // counts the time to drain the backlog after publishing stopped.
 //
-// --phase live     (default) publish and consume at the same time, as above
+// --phase live     (default) publish and consume at the same time, as above. With --receipts
+//                  (hourglass mode) every command asks for a receipt (x-reply-to) into an
+//                  exclusive queue of this run, read by a consumer of its own; the drain then
+//                  also waits for every receipt.
 // --phase fill     hourglass mode: publish --backlog commands into <prefix>.in (hourglass must
 //                  not be running) and exit
 // --phase drain    hourglass mode: wait for hourglass (started after this) to take a backlog of
@@ -25,6 +28,7 @@
 // Prints a table row, then one JSON line (the last line of the output).
 #include <CLI/CLI.hpp>
 #include <atomic>
+#include <future>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <pqxx/pqxx>
@@ -61,6 +65,7 @@ struct Settings {
     std::string phase = "live";
     std::size_t backlog = 300000;
     double linger_s = 0;
+    bool receipts = false;
 };
 
 void linger(const Settings& s) { std::this_thread::sleep_for(std::chrono::duration<double>(s.linger_s)); }
@@ -69,12 +74,15 @@ struct Sample {
     double t;
     std::uint64_t published;
     std::uint64_t acked;
+    std::uint64_t receipts;
 };
 
 double since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
+// `reply_to`: the queue each command asks its receipt into (none when empty).
 std::vector<Message> make_commands(const Settings& s, const std::string& exchange,
-                                   const std::string& run_tag, std::uint64_t& n, std::size_t count) {
+                                   const std::string& run_tag, std::uint64_t& n, std::size_t count,
+                                   const std::string& reply_to = {}) {
     const std::string body(s.body_bytes, 'b');
     std::vector<Message> chunk;
     chunk.reserve(count);
@@ -87,6 +95,7 @@ std::vector<Message> make_commands(const Settings& s, const std::string& exchang
             s.ids == "uuid" ? generate_uuid() : "ingest-" + run_tag + "-" + std::to_string(n);
         m.properties.delivery_mode = 2;
         set_header(m.properties, "x-delay", s.delay_ms);
+        if (!reply_to.empty()) set_header(m.properties, std::string(header::kReplyTo), reply_to);
         chunk.push_back(std::move(m));
     }
     return chunk;
@@ -124,6 +133,46 @@ std::thread start_batch_acking_consumer(const Settings& s, const std::string& qu
         linger(s);
     });
 }
+
+// --receipts: an exclusive queue of this run (named once declared) and a consumer counting
+// what arrives in it, until told to stop.
+class ReceiptReader {
+  public:
+    ReceiptReader(const Settings& s, const std::atomic<bool>& stop) {
+        std::promise<std::string> named;
+        auto name = named.get_future();
+        thread_ = std::thread([this, &s, &stop, named = std::move(named)]() mutable {
+            std::optional<Client> client;
+            try {
+                client.emplace(s.amqp_url);
+                named.set_value(client->receipt_queue());
+            } catch (...) {
+                named.set_exception(std::current_exception());
+                return;
+            }
+            while (!stop) {
+                if (client->receive(100ms)) ++received_;
+            }
+            linger(s);
+        });
+        try {
+            queue_ = name.get();
+        } catch (...) {
+            thread_.join();
+            throw;
+        }
+    }
+    ~ReceiptReader() { thread_.join(); }
+    ReceiptReader(const ReceiptReader&) = delete;
+    ReceiptReader& operator=(const ReceiptReader&) = delete;
+    const std::string& queue() const { return queue_; }
+    std::uint64_t received() const { return received_.load(); }
+
+  private:
+    std::string queue_;
+    std::atomic<std::uint64_t> received_{0};
+    std::thread thread_;
+};
 
 std::uint64_t count_rows(const Settings& s, double elapsed_s) {
     pqxx::connection db(s.pg_url);
@@ -253,12 +302,19 @@ int main(int argc, char** argv) {
     app.add_option("--batch", s.batch, "baseline consumer: messages per ack");
     app.add_option("--phase", s.phase)->check(CLI::IsMember({"live", "fill", "drain"}));
     app.add_option("--backlog", s.backlog, "fill/drain: number of commands");
+    app.add_flag("--receipts", s.receipts,
+                 "live phase, hourglass mode: every command asks for a receipt (x-reply-to), "
+                 "counted by a consumer; the drain waits for all of them");
     app.add_option("--linger", s.linger_s,
                    "seconds to keep the connections open at the end (the management API counts "
                    "what a channel did only at its next statistics interval)");
     CLI11_PARSE(app, argc, argv);
     if (s.phase == "fill" && s.mode == "baseline") {
         std::cerr << "--phase fill is for --mode hourglass (baseline fills in --phase drain)\n";
+        return 2;
+    }
+    if (s.receipts && (s.mode == "baseline" || s.phase != "live")) {
+        std::cerr << "--receipts is for --mode hourglass --phase live\n";
         return 2;
     }
     if (s.phase != "live") return run_backlog(s);
@@ -272,6 +328,10 @@ int main(int argc, char** argv) {
     std::atomic<std::uint64_t> consumed{0};   // baseline: acked by our consumer
     std::atomic<bool> stop_publishing{false};
     std::atomic<bool> stop_consuming{false};
+    std::optional<ReceiptReader> receipts;
+    if (s.receipts) receipts.emplace(s, stop_consuming);
+    const std::string reply_to = receipts ? receipts->queue() : std::string();
+    auto receipts_now = [&]() -> std::uint64_t { return receipts ? receipts->received() : 0; };
     const auto start = Clock::now();
     double publish_end_s = 0;
     std::atomic<bool> publisher_finished{false};
@@ -280,7 +340,7 @@ int main(int argc, char** argv) {
         Client client(s.amqp_url);
         std::uint64_t n = 0;
         while (!stop_publishing) {
-            const auto chunk = make_commands(s, exchange, run_tag, n, s.window);
+            const auto chunk = make_commands(s, exchange, run_tag, n, s.window, reply_to);
             client.publish_all(chunk);
             published += chunk.size();
         }
@@ -306,7 +366,7 @@ int main(int argc, char** argv) {
         // Read the published count first: a publish confirmed after it can only make acked low.
         const auto pub = published.load();
         const auto acked = acked_now();
-        samples.push_back({since(start), pub, std::min(acked, pub)});
+        samples.push_back({since(start), pub, std::min(acked, pub), receipts_now()});
     };
     auto next = start;
     std::optional<Sample> at_warmup;
@@ -337,7 +397,10 @@ int main(int argc, char** argv) {
             if (s.pg_url.empty()) { drained_s = since(start); break; }
             const auto rows = count_rows(s, since(start));
             committed_rows = rows;
-            if (rows >= total) { drained_s = since(start); break; }
+            if (rows >= total && (!receipts || receipts_now() >= total)) {
+                drained_s = since(start);
+                break;
+            }
             std::this_thread::sleep_for(200ms);
         } else {
             std::this_thread::sleep_for(100ms);
@@ -347,6 +410,8 @@ int main(int argc, char** argv) {
     stop_consuming = true;
     publisher.join();
     if (consumer.joinable()) consumer.join();
+    const auto receipts_received = receipts_now();
+    receipts.reset();
     if (baseline) {
         monitor.connection().delete_queue(2, queue);
         monitor.connection().delete_exchange(2, exchange);
@@ -356,6 +421,8 @@ int main(int argc, char** argv) {
     const double window_s = at_end.t - from.t;
     const double sustained = window_s > 0 ? static_cast<double>(at_end.acked - from.acked) / window_s : 0;
     const double published_rate = window_s > 0 ? static_cast<double>(at_end.published - from.published) / window_s : 0;
+    const double receipts_rate =
+        window_s > 0 ? static_cast<double>(at_end.receipts - from.receipts) / window_s : 0;
     const double total_rate = drained_s > 0 ? static_cast<double>(total) / drained_s : 0;
     double min_rate = 0;
     for (std::size_t i = 1; i < samples.size(); ++i) {
@@ -380,12 +447,21 @@ int main(int argc, char** argv) {
                              {"total_per_s", total_rate},
                              {"series_t_published_acked", series}};
     if (committed_rows) result["committed_rows"] = *committed_rows;
+    if (s.receipts) {
+        result["receipts"] = receipts_received;
+        result["receipts_per_s"] = receipts_rate;
+    }
     std::printf("%-10s %-10s published %8llu (%.0f/s)  acked %.0f/s sustained (min 1 s: %.0f/s)  backlog %llu  "
                 "drained %s in %.1f s  overall %.0f/s%s\n",
                 s.scenario.c_str(), s.mode.c_str(), static_cast<unsigned long long>(total), published_rate,
                 sustained, min_rate, static_cast<unsigned long long>(at_end.published - at_end.acked),
                 drained_s > 0 ? "yes" : "NO", drained_s > 0 ? drained_s - at_end.t : -1.0, total_rate,
                 committed_rows ? (" rows " + std::to_string(*committed_rows)).c_str() : "");
+    if (s.receipts) {
+        std::printf("%-10s %-10s receipts %llu (%.0f/s sustained)\n", s.scenario.c_str(),
+                    s.mode.c_str(), static_cast<unsigned long long>(receipts_received),
+                    receipts_rate);
+    }
     std::cout << result.dump() << std::endl;
     return drained_s > 0 ? 0 : 1;
 }

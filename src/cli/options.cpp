@@ -101,6 +101,9 @@ delay::TopologyOptions ServiceOptions::topology() const {
     options.queue_type = queue_type == "quorum" ? delay::QueueType::quorum : delay::QueueType::classic;
     options.audit = !no_audit;
     options.delay_lanes = delay_lanes;
+    // Only an instance that accepts targets needs the forward ladder at once; the loader of any
+    // other declares it if it ever claims a targeted run (src/delay/topology.hpp).
+    options.forward_ladder = !allow_exchange.empty();
     return options;
 }
 

@@ -85,11 +85,11 @@ struct DelayQueue {
     const std::string& dead_letter_exchange;
 };
 
-// The delay queues, each behind its own fanout exchange. They are many (305 with the defaults) and
-// each declaration is a metadata commit in the broker, done in the process of the channel it
-// arrives on; one declaration at a time took 2.7-4 s at a first start. So they are sent without
-// waiting for replies and spread over `channels`, which the broker serves in parallel (1.4 s with 8
-// channels on 2 cores, RabbitMQ 3.10 and 4.3); each channel is then awaited.
+// The delay queues, each behind its own fanout exchange. They are many (244 with the defaults, 305
+// with the forward ladder) and each declaration is a metadata commit in the broker, done in the
+// process of the channel it arrives on; one declaration at a time took 2.7-4 s at a first start. So
+// they are sent without waiting for replies and spread over `channels`, which the broker serves in
+// parallel (1.4 s with 8 channels on 2 cores, RabbitMQ 3.10 and 4.3); each channel is then awaited.
 void declare_delay_queues(amqp::Connection& connection, const std::vector<std::uint16_t>& channels,
                           QueueType queue_type, const std::vector<DelayQueue>& queues) {
     using amqp::Reply;
@@ -111,6 +111,26 @@ void declare_delay_queues(amqp::Connection& connection, const std::vector<std::u
         connection.bind_queue(channel, queue.name, queue.name, "", {}, Reply::none);
     }
     connection.await_channels(channels, "declaring the delay queues");
+}
+
+// declare_delay_queues over kLadderChannels channels opened beside `channel` for it.
+void declare_delay_queues(amqp::Connection& connection, std::uint16_t channel, QueueType queue_type,
+                          const std::vector<DelayQueue>& queues) {
+    std::vector<std::uint16_t> ladder_channels;
+    for (std::uint16_t i = 1; i <= kLadderChannels; ++i) {
+        const auto ladder_channel = static_cast<std::uint16_t>(channel + i);
+        connection.open_channel(ladder_channel);
+        ladder_channels.push_back(ladder_channel);
+    }
+    declare_delay_queues(connection, ladder_channels, queue_type, queues);
+    for (const auto ladder_channel : ladder_channels) connection.close_channel(ladder_channel);
+}
+
+// Targeted runs: their own ladder, released to the forward queue (see the header).
+void add_forward_ladder(std::vector<DelayQueue>& queues, const TopologyNames& names,
+                        const DelayLadder& ladder) {
+    for (const auto ttl : ladder.ttls())
+        queues.push_back({names.forward_delay(ttl), ttl, names.forward});
 }
 
 }  // namespace
@@ -151,22 +171,20 @@ void declare_topology(amqp::Connection& connection, std::uint16_t channel,
         for (unsigned lane = 0; lane < options.delay_lanes; ++lane) {
             delay_queues.push_back({names.delay(ttl, lane), ttl, names.release});
         }
-        // Targeted runs: their own ladder, released to the forward queue (see the header).
-        delay_queues.push_back({names.forward_delay(ttl), ttl, names.forward});
     }
-
+    // The forwarder consumes the forward queue whether or not this instance accepts targets.
     connection.declare_exchange(channel, names.forward, "fanout");
     connection.declare_queue(channel, names.forward, plain_queue);
     connection.bind_queue(channel, names.forward, names.forward, "");
+    if (options.forward_ladder) add_forward_ladder(delay_queues, names, ladder);
+    declare_delay_queues(connection, channel, options.queue_type, delay_queues);
+}
 
-    std::vector<std::uint16_t> ladder_channels;
-    for (std::uint16_t i = 1; i <= kLadderChannels; ++i) {
-        const auto ladder_channel = static_cast<std::uint16_t>(channel + i);
-        connection.open_channel(ladder_channel);
-        ladder_channels.push_back(ladder_channel);
-    }
-    declare_delay_queues(connection, ladder_channels, options.queue_type, delay_queues);
-    for (const auto ladder_channel : ladder_channels) connection.close_channel(ladder_channel);
+void declare_forward_ladder(amqp::Connection& connection, std::uint16_t channel,
+                            const TopologyOptions& options, const DelayLadder& ladder) {
+    std::vector<DelayQueue> queues;
+    add_forward_ladder(queues, options.names, ladder);
+    declare_delay_queues(connection, channel, options.queue_type, queues);
 }
 
 }  // namespace hourglass::delay

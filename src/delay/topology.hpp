@@ -39,7 +39,10 @@
 // same TTLs (one lane: the forwarder consumes them through one queue anyway), which
 // dead-letters into the forward fanout exchange and its queue instead; the forwarder
 // (src/forward/) publishes each to its target. The number of queues stays fixed whatever the
-// load: the ladder times (lanes + 1), plus the forward queue.
+// load: the ladder times (lanes + 1), plus the forward queue. The forward ladder is declared at
+// start only by an instance that accepts targets (--allow-exchange); any other declares it when
+// it first claims a targeted run (stored while it accepted them, or by another instance), so a
+// deployment that never uses targets has no queue for them but the forward queue.
 #pragma once
 
 #include <cstdint>
@@ -116,6 +119,8 @@ struct TopologyOptions {
     QueueType queue_type = QueueType::classic;
     bool audit = true;
     unsigned delay_lanes = kDefaultDelayLanes;  // 1 .. kMaxDelayLanes
+    // Whether declare_topology declares the forward ladder (declare_forward_ladder) too.
+    bool forward_ladder = true;
 };
 
 // Channels declare_topology opens beside its own for the delay queues (channel + 1 ..
@@ -126,5 +131,10 @@ inline constexpr std::uint16_t kLadderChannels = 8;
 // x-queue-type (reference §10).
 void declare_topology(amqp::Connection& connection, std::uint16_t channel,
                       const TopologyOptions& options, const DelayLadder& ladder);
+
+// Declares the forward ladder (the delay queues of runs with a target exchange) idempotently,
+// on channels channel + 1 .. channel + kLadderChannels like declare_topology.
+void declare_forward_ladder(amqp::Connection& connection, std::uint16_t channel,
+                            const TopologyOptions& options, const DelayLadder& ladder);
 
 }  // namespace hourglass::delay

@@ -52,6 +52,18 @@ LoaderSeams with_defaults(LoaderSeams seams, const LoaderOptions& options) {
     if (!seams.make_publisher_realtime) {
         seams.make_publisher_realtime = [] { return make_this_thread_realtime(kPublisherRealtimePriority); };
     }
+    if (!seams.declare_forward_ladder) {
+        seams.declare_forward_ladder = [amqp_options = options.amqp, topology = options.topology,
+                                        horizon = options.horizon]() mutable {
+            // Its own connection: the publisher's reads confirms, which a declaration's wait
+            // for its replies would pass over.
+            amqp_options.connection_name = "hourglass loader setup";
+            amqp::Connection connection(amqp_options);
+            connection.open_channel(1);
+            delay::declare_forward_ladder(connection, 1, topology,
+                                          delay::DelayLadder::for_horizon(horizon));
+        };
+    }
     return seams;
 }
 }  // namespace
@@ -62,6 +74,7 @@ Loader::Loader(LoaderOptions options, NextRunFunction next_run, LoaderSeams seam
       seams_(with_defaults(std::move(seams), options_)),
       leases_(options_.lease_timings),
       metrics_(options_.metrics->registry()),
+      forward_ladder_declared_(options_.topology.forward_ladder),
       ladder_(delay::DelayLadder::for_horizon(options_.horizon)) {}
 
 Loader::~Loader() = default;
@@ -117,6 +130,31 @@ void Loader::run(std::stop_token stop) {
         publish_loop(stop);
     });
     claim_loop(stop);
+}
+
+bool Loader::prepare_forward_ladder(std::vector<ClaimedRun>& runs) {
+    const auto targeted = [](const ClaimedRun& run) { return !run.exchange.empty(); };
+    if (forward_ladder_declared_ || std::none_of(runs.begin(), runs.end(), targeted)) return true;
+    try {
+        seams_.declare_forward_ladder();
+        forward_ladder_declared_ = true;
+        spdlog::info("loader: declared the forward ladder for runs with a target exchange");
+        return true;
+    } catch (const std::exception& error) {
+        const auto grant = forward_ladder_log_.take(seams_.steady_now());
+        if (grant.log) {
+            spdlog::warn(
+                "loader: could not declare the forward ladder, so runs with a target "
+                "exchange wait for the next claim: {}{}",
+                error.what(), left_out_note(grant.left_out, "failures"));
+        }
+    }
+    const auto first_targeted = std::stable_partition(
+        runs.begin(), runs.end(), [&](const ClaimedRun& run) { return !targeted(run); });
+    std::lock_guard lock(mutex_);
+    for (auto it = first_targeted; it != runs.end(); ++it) given_back_.push_back(it->id);
+    runs.erase(first_targeted, runs.end());
+    return false;
 }
 
 void Loader::schedule(std::vector<ClaimedRun> runs) {
@@ -325,6 +363,8 @@ void Loader::claim_loop(std::stop_token stop) {
                                      resent, options_.resend_after->count());
                         metrics_.count_runs_resent(static_cast<std::size_t>(resent));
                     }
+                    // Runs given back wait for the next poll, as refused ones do.
+                    if (!prepare_forward_ladder(runs)) backlog = false;
                     schedule(std::move(runs));
                     if (backlog) continue;
                 }

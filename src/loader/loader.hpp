@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "amqp/connection.hpp"
+#include "common/log_budget.hpp"
 #include "common/thread_priority.hpp"
 #include "delay/topology.hpp"
 #include "hourglass/job.hpp"
@@ -92,6 +93,10 @@ struct LoaderSeams {
     std::function<std::chrono::steady_clock::time_point()> steady_now;
     // Puts the calling (publisher) thread under real-time scheduling; 0 or an errno.
     std::function<int()> make_publisher_realtime;
+    // Declares the forward ladder (delay::declare_forward_ladder, on a connection of its own);
+    // throws if it cannot. Called by the claimer before the first targeted run is scheduled,
+    // unless options.topology.forward_ladder says the start declared it.
+    std::function<void()> declare_forward_ladder;
 };
 
 // Computes what a confirmed run leaves behind (next run of a recurring job); set by cron.
@@ -162,6 +167,10 @@ private:
     // on: the runs for one delay queue with one due time. All but the last of each group are
     // given the run they are observed with; the audit then receives one copy per group.
     void group_releases(std::vector<Scheduled>& batch, TimePoint now, unsigned first_lane) const;
+    // Declares the forward ladder once before the first targeted run of `runs` is published. If
+    // that fails, takes the targeted runs out of `runs`, gives them back to the store (the
+    // claim of the next poll tries again) and returns false. Claimer thread.
+    bool prepare_forward_ladder(std::vector<ClaimedRun>& runs);
     void schedule(std::vector<ClaimedRun> runs);
     void confirmed(std::vector<HandedOverRun> runs);
     template <typename Settled>
@@ -176,6 +185,8 @@ private:
     LeaseKeeper leases_;
     LoaderMetrics metrics_;
     bool clock_offset_reported_ = false;  // heartbeat thread only
+    bool forward_ladder_declared_;        // claimer thread only
+    LogBudget forward_ladder_log_{1, std::chrono::minutes{1}};  // claimer thread only
     delay::DelayLadder ladder_;
 
     mutable std::mutex mutex_;

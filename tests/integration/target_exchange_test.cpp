@@ -10,6 +10,7 @@
 #include <set>
 #include <thread>
 
+#include "delay/topology.hpp"
 #include "integration/harness.hpp"
 
 namespace hourglass::testing {
@@ -353,6 +354,49 @@ TEST_F(TargetExchange, a_job_due_while_no_instance_runs_is_forwarded_when_one_st
     EXPECT_EQ(string_header(received->message, "x-hourglass-id"), "while-down");
     EXPECT_EQ(header_of(received->message, "x-hourglass-exchange"), nullptr);
     EXPECT_TRUE(eventually("SELECT state FROM jobs WHERE id = 'while-down'", "done"));
+}
+
+// Only an instance that accepts targets declares the forward ladder at start (61 queues with the
+// default horizon); another declares it when it claims a targeted job stored while targets were
+// allowed, or by another instance, and releases that job on time.
+TEST_F(TargetExchange,
+       an_instance_without_allow_exchange_declares_the_forward_ladder_when_it_needs_it) {
+    const auto target = user_exchange("stored", "topic");
+    Client receiver(amqp_url_);
+    receiver.subscribe(target, "#");
+    const auto ladder = delay::DelayLadder::for_horizon(2000ms);
+    const delay::TopologyNames names(prefix_);
+    const auto longest = names.forward_delay(ladder.ttls().back());
+
+    auto& accepting =
+        start_hourglass({"--allow-exchange", allow_user_exchanges(), "--horizon", "2s"});
+    Client client(amqp_url_);
+    EXPECT_TRUE(client.queue_size(longest)) << "declared at start with --allow-exchange";
+    // Due in 12 s: claimed 2 s before, long after the second instance started.
+    client.publish(targeted("stored", 12000, "orders.created", target));
+    ASSERT_TRUE(eventually("SELECT state FROM jobs WHERE id = 'stored'", "pending"));
+    ASSERT_EQ(accepting.terminate(), 0);
+    // As on a broker where no instance ever accepted targets.
+    for (const auto ttl : ladder.ttls()) {
+        client.connection().delete_queue(2, names.forward_delay(ttl));
+        client.connection().delete_exchange(2, names.forward_delay(ttl));
+    }
+
+    start_hourglass({"--horizon", "2s"});
+    EXPECT_FALSE(client.queue_size(longest)) << "declared at start without --allow-exchange";
+    EXPECT_EQ(sql("SELECT state FROM jobs WHERE id = 'stored'")[0][0].as<std::string>(), "pending")
+        << "claimed too early for this test";
+    const auto received = receiver.receive(25s);
+    ASSERT_TRUE(received) << "not released";
+    EXPECT_EQ(string_header(received->message, "x-hourglass-id"), "stored");
+    EXPECT_EQ(header_of(received->message, "x-hourglass-exchange"), nullptr);
+    const auto due = parse_rfc3339(string_header(received->message, "x-hourglass-due"));
+    ASSERT_TRUE(due);
+    const auto lateness = received->received_at_us - *due;
+    EXPECT_GE(lateness, 0ms);
+    EXPECT_LT(lateness, 1000ms) << "the declaration happens at the claim, before the publish";
+    for (const auto ttl : ladder.ttls()) EXPECT_TRUE(client.queue_size(names.forward_delay(ttl)));
+    EXPECT_TRUE(eventually("SELECT state FROM jobs WHERE id = 'stored'", "done"));
 }
 
 // Lateness = arrival at a consumer - x-hourglass-due, in microseconds.

@@ -213,6 +213,12 @@ struct FakeBroker {
     int empty_polls_without_wait = 0;  // next_event(0) calls that found nothing
     bool sends_held = false;
     int waits_while_held = 0;  // next_event calls while sends were held: publishes stuck unsent
+    // The forward ladder: a publish into it fails while it does not exist, as the broker closes
+    // the channel of a publish to an exchange that does not exist (404).
+    bool forward_ladder_exists = true;
+    int forward_ladder_declarations = 0;  // declare_forward_ladder calls, failed ones included
+    int forward_ladder_failures = 0;      // declarations left to fail
+    int publishes_to_missing_exchanges = 0;
 
     void answer_next(std::initializer_list<Answer> answers) {
         std::lock_guard lock(mutex);
@@ -235,6 +241,12 @@ public:
             broker_.next_answers.pop_front();
         }
         if (answer == FakeBroker::Answer::fail) throw std::runtime_error("fake broker: connection lost");
+        if (message.exchange.starts_with(delay::TopologyNames().forward + ".") &&
+            !broker_.forward_ladder_exists) {
+            ++broker_.publishes_to_missing_exchanges;
+            throw std::runtime_error("fake broker: 404 NOT_FOUND - no exchange " +
+                                     message.exchange);
+        }
         broker_.published.push_back({message, now_(), broker_.sends_held});
         confirms_.push_back(amqp::Confirm{1, ++sequence_, false, answer == FakeBroker::Answer::ack});
         return sequence_;
@@ -288,6 +300,15 @@ protected:
             return std::make_unique<FakeChannel>(broker, [this] { return clock(); });
         };
         seams.now = [this] { return clock(); };
+        seams.declare_forward_ladder = [this] {
+            std::lock_guard lock(broker.mutex);
+            ++broker.forward_ladder_declarations;
+            if (broker.forward_ladder_failures > 0) {
+                --broker.forward_ladder_failures;
+                throw std::runtime_error("fake broker: connection refused");
+            }
+            broker.forward_ladder_exists = true;
+        };
         // Real-time scheduling is asked for, never granted to a unit test's thread.
         seams.make_publisher_realtime = [this] {
             std::ifstream comm("/proc/thread-self/comm");
@@ -699,6 +720,83 @@ TEST_F(LoaderTest, a_silence_shorter_than_the_publish_grace_changes_nothing) {
     ASSERT_TRUE(eventually([&] { return db.handed_over() == 1; }));
     EXPECT_EQ(db.read([](const FakeDatabase& d) { return d.release_all_calls; }), 0);
     EXPECT_EQ(broker.publishes().size(), 1u);
+}
+
+// An instance that does not accept targets starts without the forward ladder (--allow-exchange,
+// src/delay/topology.hpp); a targeted run stored earlier or by another instance still goes out.
+TEST_F(LoaderTest, declares_the_forward_ladder_once_before_the_first_targeted_run_it_publishes) {
+    broker.forward_ladder_exists = false;
+    auto without_ladder = options();
+    without_ladder.topology.forward_ladder = false;
+    db.add("untargeted", in(200ms));
+    start(std::move(without_ladder));
+    ASSERT_TRUE(eventually([&] { return db.handed_over() == 1; }));
+    std::this_thread::sleep_for(100ms);  // several claims
+    {
+        std::lock_guard lock(broker.mutex);
+        EXPECT_EQ(broker.forward_ladder_declarations, 0) << "no targeted run, no forward ladder";
+    }
+
+    // Two claims with targeted runs: the first declares, the second finds it declared.
+    for (const std::string id : {"targeted-1", "targeted-2"}) {
+        ClaimedRun run;
+        run.id = id;
+        run.routing_key = "rk";
+        run.exchange = "user.exchange";
+        run.due_at = in(300ms);
+        db.add(std::move(run));
+        ASSERT_TRUE(eventually([&] { return db.claimed(id) || db.handed_over() == 3; }));
+    }
+    ASSERT_TRUE(eventually([&] { return db.handed_over() == 3; }));
+    std::lock_guard lock(broker.mutex);
+    EXPECT_EQ(broker.forward_ladder_declarations, 1);
+    EXPECT_EQ(broker.publishes_to_missing_exchanges, 0);
+    EXPECT_EQ(broker.channels_opened, 1);
+    ASSERT_EQ(broker.published.size(), 3u);
+    for (std::size_t i = 1; i < 3; ++i) {
+        EXPECT_TRUE(broker.published[i].message.exchange.starts_with(names.forward + "."))
+            << broker.published[i].message.exchange;
+    }
+}
+
+TEST_F(LoaderTest, an_instance_that_declared_the_forward_ladder_at_start_never_declares_it) {
+    ClaimedRun run;
+    run.id = "targeted";
+    run.routing_key = "rk";
+    run.exchange = "user.exchange";
+    run.due_at = in(200ms);
+    db.add(std::move(run));
+    start(options());  // topology.forward_ladder: declared with the rest at start
+    ASSERT_TRUE(eventually([&] { return db.handed_over() == 1; }));
+    std::lock_guard lock(broker.mutex);
+    EXPECT_EQ(broker.forward_ladder_declarations, 0);
+}
+
+// The broker unreachable for the declaration: the targeted run goes back to the store and waits
+// for the next poll's claim, the others are published meanwhile, and nothing is published into
+// a ladder that does not exist.
+TEST_F(LoaderTest, a_forward_ladder_it_cannot_declare_holds_back_only_the_targeted_runs) {
+    broker.forward_ladder_exists = false;
+    broker.forward_ladder_failures = 3;
+    auto without_ladder = options();
+    without_ladder.topology.forward_ladder = false;
+    ClaimedRun run;
+    run.id = "targeted";
+    run.routing_key = "rk";
+    run.exchange = "user.exchange";
+    run.due_at = in(500ms);
+    db.add(std::move(run));
+    db.add("untargeted", in(100ms));
+    start(std::move(without_ladder));
+    ASSERT_TRUE(eventually([&] { return db.handed_over() == 2; }));
+    const auto released = db.read([](const FakeDatabase& d) { return d.released; });
+    EXPECT_EQ(std::count(released.begin(), released.end(), "targeted"), 3);
+    EXPECT_EQ(std::count(released.begin(), released.end(), "untargeted"), 0);
+    std::lock_guard lock(broker.mutex);
+    EXPECT_EQ(broker.forward_ladder_declarations, 4);
+    EXPECT_EQ(broker.publishes_to_missing_exchanges, 0);
+    EXPECT_EQ(broker.channels_opened, 1);
+    EXPECT_EQ(broker.published.size(), 2u);
 }
 
 TEST_F(LoaderTest, a_run_the_broker_refuses_goes_back_to_the_store_and_is_claimed_again) {

@@ -135,18 +135,35 @@ void Loader::run(std::stop_token stop) {
 bool Loader::prepare_forward_ladder(std::vector<ClaimedRun>& runs) {
     const auto targeted = [](const ClaimedRun& run) { return !run.exchange.empty(); };
     if (forward_ladder_declared_ || std::none_of(runs.begin(), runs.end(), targeted)) return true;
-    try {
-        seams_.declare_forward_ladder();
-        forward_ladder_declared_ = true;
-        spdlog::info("loader: declared the forward ladder for runs with a target exchange");
-        return true;
-    } catch (const std::exception& error) {
-        const auto grant = forward_ladder_log_.take(seams_.steady_now());
-        if (grant.log) {
-            spdlog::warn(
-                "loader: could not declare the forward ladder, so runs with a target "
-                "exchange wait for the next claim: {}{}",
-                error.what(), left_out_note(grant.left_out, "failures"));
+    // The claim that starts the declaration waits for it a while (0.2 s is usual); later claims
+    // only look whether it has ended.
+    const bool starting = !forward_ladder_declaration_.valid();
+    if (starting) {
+        // On a thread of its own, so that a broker that stalls it holds up no claim of the other
+        // runs. Detached: the task owns a copy of the seam, and a declaration still blocked
+        // when the loader ends must not hold up the process's exit.
+        std::packaged_task<void()> declaration(seams_.declare_forward_ladder);
+        forward_ladder_declaration_ = declaration.get_future();
+        std::thread([task = std::move(declaration)]() mutable {
+            name_this_thread("hg-loader-decl");
+            task();
+        }).detach();
+    }
+    const auto wait = starting ? options_.forward_ladder_wait : Milliseconds{0};
+    if (forward_ladder_declaration_.wait_for(wait) == std::future_status::ready) {
+        try {
+            std::exchange(forward_ladder_declaration_, {}).get();
+            forward_ladder_declared_ = true;
+            spdlog::info("loader: declared the forward ladder for runs with a target exchange");
+            return true;
+        } catch (const std::exception& error) {
+            const auto grant = forward_ladder_log_.take(seams_.steady_now());
+            if (grant.log) {
+                spdlog::warn(
+                    "loader: could not declare the forward ladder, so runs with a target "
+                    "exchange wait for the next claim: {}{}",
+                    error.what(), left_out_note(grant.left_out, "failures"));
+            }
         }
     }
     const auto first_targeted = std::stable_partition(

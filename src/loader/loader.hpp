@@ -22,6 +22,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <stop_token>
@@ -78,6 +79,9 @@ struct LoaderOptions {
     LeaseTimings lease_timings;
     // A clock further than this from PostgreSQL's is reported (and refused at start).
     Milliseconds max_clock_offset{1000};
+    // How long a claim waits for the forward ladder's declaration (LoaderSeams) before it gives
+    // its targeted runs back for the next claim; the declaration goes on meanwhile.
+    Milliseconds forward_ladder_wait{2000};
     std::shared_ptr<metrics::ServiceMetrics> metrics = std::make_shared<metrics::ServiceMetrics>();
 };
 
@@ -168,8 +172,9 @@ private:
     // given the run they are observed with; the audit then receives one copy per group.
     void group_releases(std::vector<Scheduled>& batch, TimePoint now, unsigned first_lane) const;
     // Declares the forward ladder once before the first targeted run of `runs` is published. If
-    // that fails, takes the targeted runs out of `runs`, gives them back to the store (the
-    // claim of the next poll tries again) and returns false. Claimer thread.
+    // that fails, or takes longer than forward_ladder_wait, takes the targeted runs out of
+    // `runs`, gives them back to the store (the claim of the next poll looks again) and returns
+    // false. Claimer thread.
     bool prepare_forward_ladder(std::vector<ClaimedRun>& runs);
     void schedule(std::vector<ClaimedRun> runs);
     void confirmed(std::vector<HandedOverRun> runs);
@@ -185,8 +190,10 @@ private:
     LeaseKeeper leases_;
     LoaderMetrics metrics_;
     bool clock_offset_reported_ = false;  // heartbeat thread only
-    bool forward_ladder_declared_;        // claimer thread only
-    LogBudget forward_ladder_log_{1, std::chrono::minutes{1}};  // claimer thread only
+    // Claimer thread only: the forward ladder's state, and its declaration while one is under way.
+    bool forward_ladder_declared_;
+    std::future<void> forward_ladder_declaration_;
+    LogBudget forward_ladder_log_{1, std::chrono::minutes{1}};
     delay::DelayLadder ladder_;
 
     mutable std::mutex mutex_;

@@ -218,6 +218,15 @@ struct FakeBroker {
     bool forward_ladder_exists = true;
     int forward_ladder_declarations = 0;  // declare_forward_ladder calls, failed ones included
     int forward_ladder_failures = 0;      // declarations left to fail
+    bool forward_ladder_stalls = false;   // declarations wait until it is false again
+    std::condition_variable forward_ladder_unstalled;
+    void unstall_forward_ladder() {
+        {
+            std::lock_guard lock(mutex);
+            forward_ladder_stalls = false;
+        }
+        forward_ladder_unstalled.notify_all();
+    }
     int publishes_to_missing_exchanges = 0;
 
     void answer_next(std::initializer_list<Answer> answers) {
@@ -301,8 +310,10 @@ protected:
         };
         seams.now = [this] { return clock(); };
         seams.declare_forward_ladder = [this] {
-            std::lock_guard lock(broker.mutex);
+            std::unique_lock lock(broker.mutex);
             ++broker.forward_ladder_declarations;
+            broker.forward_ladder_unstalled.wait(lock,
+                                                 [&] { return !broker.forward_ladder_stalls; });
             if (broker.forward_ladder_failures > 0) {
                 --broker.forward_ladder_failures;
                 throw std::runtime_error("fake broker: connection refused");
@@ -331,6 +342,7 @@ protected:
     }
     void TearDown() override {
         db.open_claims();
+        broker.unstall_forward_ladder();
         stop();
     }
 
@@ -797,6 +809,40 @@ TEST_F(LoaderTest, a_forward_ladder_it_cannot_declare_holds_back_only_the_target
     EXPECT_EQ(broker.publishes_to_missing_exchanges, 0);
     EXPECT_EQ(broker.channels_opened, 1);
     EXPECT_EQ(broker.published.size(), 2u);
+}
+
+// A broker that stalls the declaration (a connection it never answers) holds up the targeted
+// runs only: the claims of the others go on, and one declaration is under way at a time.
+TEST_F(LoaderTest, a_stalled_forward_ladder_declaration_holds_up_no_other_run) {
+    broker.forward_ladder_exists = false;
+    broker.forward_ladder_stalls = true;
+    auto without_ladder = options();
+    without_ladder.topology.forward_ladder = false;
+    without_ladder.forward_ladder_wait = 50ms;
+    ClaimedRun run;
+    run.id = "targeted";
+    run.routing_key = "rk";
+    run.exchange = "user.exchange";
+    run.due_at = in(1500ms);
+    db.add(std::move(run));
+    start(std::move(without_ladder));
+    ASSERT_TRUE(eventually([&] {
+        std::lock_guard lock(broker.mutex);
+        return broker.forward_ladder_declarations == 1;
+    }));
+    db.add("untargeted", in(300ms));  // claimed while the declaration is stalled
+    ASSERT_TRUE(eventually([&] { return db.handed_over() == 1; }));
+    EXPECT_FALSE(db.read([](const FakeDatabase& d) { return d.rows.at("targeted").handed_over; }));
+    const auto given_back = db.read([](const FakeDatabase& d) {
+        return std::count(d.released.begin(), d.released.end(), "targeted");
+    });
+    EXPECT_GE(given_back, 2) << "claimed again and again while the declaration is under way";
+
+    broker.unstall_forward_ladder();
+    ASSERT_TRUE(eventually([&] { return db.handed_over() == 2; }));
+    std::lock_guard lock(broker.mutex);
+    EXPECT_EQ(broker.forward_ladder_declarations, 1) << "one declaration at a time";
+    EXPECT_EQ(broker.publishes_to_missing_exchanges, 0);
 }
 
 TEST_F(LoaderTest, a_run_the_broker_refuses_goes_back_to_the_store_and_is_claimed_again) {

@@ -597,12 +597,11 @@ TEST_F(Operations, a_delay_queue_declared_with_other_arguments_stops_the_start_n
         client.connection().delete_queue(1, queue);  // as the run before may have declared it
         client.connection().declare_queue(1, queue, {{"x-queue-type", std::string("classic")}});
         const auto started = std::chrono::steady_clock::now();
-        const auto result =
-            // --allow-exchange: an instance that accepts targets declares the forward ladder too.
-            run_cli({"run", "--amqp-url", amqp_url_, "--pg-url", pg_url_, "--schema", schema_,
-                     "--prefix", prefix_, "--http", "off", "--horizon", "10s", "--allow-exchange",
-                     "legacy\\..*"},
-                    20s);
+        // --allow-exchange: an instance that accepts targets declares the forward ladder too.
+        const auto result = run_cli(
+            {"run", "--amqp-url", amqp_url_, "--pg-url", pg_url_, "--schema", schema_, "--prefix",
+             prefix_, "--http", "off", "--horizon", "10s", "--allow-exchange", "legacy\\..*"},
+            20s);
         EXPECT_NE(result.exit_code, 0);
         EXPECT_NE(result.exit_code, -1) << "it hung";
         EXPECT_LT(std::chrono::steady_clock::now() - started, 15s);

@@ -14,6 +14,10 @@
 //                    due - ttl and publishes it into one TTL/dead-letter queue (no hourglass,
 //                    no database); its dead-letter exchange is what the receiver listens to
 //
+// --target-exchange  (hourglass) every job carries x-hourglass-exchange: NAME, a fanout exchange
+//   NAME             the driver declares (and deletes at the end) and binds its receiving queues
+//                    to instead of <prefix>.out: the path of a user of the delayed-message plugin
+//                    (hourglass must run with an --allow-exchange that matches NAME)
 // --queues Q         (hourglass) the jobs are split over Q receiving queues by routing key (job
 //                    k carries bench.q<k mod Q>.job), each read on a connection of its own, as
 //                    an application spreads a burst over several queues
@@ -66,6 +70,7 @@ struct Settings {
     unsigned seed = 42;
     std::size_t queues = 1;  // receiving queues, split by routing key (hourglass mode)
     std::string receiving_queue_type = "classic";  // classic (exclusive) or quorum (durable)
+    std::string target_exchange;  // hourglass mode: released there through the forwarder
 };
 
 // What the receivers got, in arrival order, when several receiving queues are each read by a
@@ -208,6 +213,9 @@ int main(int argc, char** argv) {
     app.add_option("--receiving-queue-type", s.receiving_queue_type,
                    "the receiving queues' type (quorum: durable, deleted at the end)")
         ->check(CLI::IsMember({"classic", "quorum"}));
+    app.add_option("--target-exchange", s.target_exchange,
+                   "hourglass: release every job to this fanout exchange (x-hourglass-exchange), "
+                   "declared and deleted by the driver");
     app.add_option("--body-bytes", s.body_bytes, "body size (0: a short text)");
     app.add_option("--drain", s.drain_s, "seconds to wait after the last due time");
     app.add_option("--seed", s.seed);
@@ -217,8 +225,8 @@ int main(int argc, char** argv) {
                    "seconds to keep the connections open at the end (the management API counts "
                    "what a channel did only at its next statistics interval)");
     CLI11_PARSE(app, argc, argv);
-    if (s.mode == "baseline" && s.queues > 1) {
-        std::cerr << "--queues: only with --mode hourglass\n";
+    if (s.mode == "baseline" && (s.queues > 1 || !s.target_exchange.empty())) {
+        std::cerr << "--queues, --target-exchange: only with --mode hourglass\n";
         return 2;
     }
 
@@ -227,10 +235,13 @@ int main(int argc, char** argv) {
     const auto total = hotspot ? s.jobs : static_cast<std::size_t>(s.rate * s.duration_s);
     const auto run_tag = std::to_string(std::random_device{}() % 1000000);
     const auto id_prefix = "bench-" + run_tag + "-";
-    std::string out_exchange = s.prefix + ".out";
+    std::string out_exchange = s.target_exchange.empty() ? s.prefix + ".out" : s.target_exchange;
     std::string baseline_queue;
 
     Receivers receivers(s.amqp_url, s.queues, s.receiving_queue_type);
+    if (!s.target_exchange.empty()) {
+        receivers.first().connection().declare_exchange(2, out_exchange, "fanout");
+    }
     if (baseline) {
         out_exchange = "hourglass.bench.baseline.out." + run_tag;
         baseline_queue = "hourglass.bench.baseline.ttl." + run_tag;
@@ -281,6 +292,8 @@ int main(int argc, char** argv) {
                     set_header(m.properties, "x-schedule-at", to_epoch_ms(instant));
                 else
                     set_header(m.properties, "x-delay", wait);
+                if (!s.target_exchange.empty())
+                    set_header(m.properties, "x-hourglass-exchange", s.target_exchange);
                 batch.push_back(std::move(m));
             } else {
                 m.exchange = "";
@@ -380,8 +393,8 @@ int main(int argc, char** argv) {
     }
     publisher.join();
     receivers.stop();
-    if (baseline) {
-        receivers.first().connection().delete_queue(2, baseline_queue);
+    if (baseline) receivers.first().connection().delete_queue(2, baseline_queue);
+    if (baseline || !s.target_exchange.empty()) {
         receivers.first().connection().delete_exchange(2, out_exchange);
     }
 
@@ -391,6 +404,7 @@ int main(int argc, char** argv) {
     const double span_s = std::chrono::duration<double>(last_us - first_us).count();
     nlohmann::json result = {{"scenario", s.scenario},
                              {"mode", s.mode},
+                             {"targeted", !s.target_exchange.empty()},
                              {"pattern", s.pattern},
                              {"jobs", total},
                              {"received", seen.size()},

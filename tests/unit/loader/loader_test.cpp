@@ -68,6 +68,15 @@ struct FakeDatabase {
         run.due_at = due;
         add(std::move(run));
     }
+    // A run with a target exchange (x-hourglass-exchange): published into the forward ladder.
+    void add_targeted(const std::string& id, TimePoint due) {
+        ClaimedRun run;
+        run.id = id;
+        run.routing_key = "rk";
+        run.exchange = "user.exchange";
+        run.due_at = due;
+        add(std::move(run));
+    }
     void add(ClaimedRun run) {
         std::lock_guard lock(mutex);
         rows[run.id] = Row{run, "", false, false, std::nullopt};
@@ -751,12 +760,7 @@ TEST_F(LoaderTest, declares_the_forward_ladder_once_before_the_first_targeted_ru
 
     // Two claims with targeted runs: the first declares, the second finds it declared.
     for (const std::string id : {"targeted-1", "targeted-2"}) {
-        ClaimedRun run;
-        run.id = id;
-        run.routing_key = "rk";
-        run.exchange = "user.exchange";
-        run.due_at = in(300ms);
-        db.add(std::move(run));
+        db.add_targeted(id, in(300ms));
         ASSERT_TRUE(eventually([&] { return db.claimed(id) || db.handed_over() == 3; }));
     }
     ASSERT_TRUE(eventually([&] { return db.handed_over() == 3; }));
@@ -772,12 +776,7 @@ TEST_F(LoaderTest, declares_the_forward_ladder_once_before_the_first_targeted_ru
 }
 
 TEST_F(LoaderTest, an_instance_that_declared_the_forward_ladder_at_start_never_declares_it) {
-    ClaimedRun run;
-    run.id = "targeted";
-    run.routing_key = "rk";
-    run.exchange = "user.exchange";
-    run.due_at = in(200ms);
-    db.add(std::move(run));
+    db.add_targeted("targeted", in(200ms));
     start(options());  // topology.forward_ladder: declared with the rest at start
     ASSERT_TRUE(eventually([&] { return db.handed_over() == 1; }));
     std::lock_guard lock(broker.mutex);
@@ -792,12 +791,7 @@ TEST_F(LoaderTest, a_forward_ladder_it_cannot_declare_holds_back_only_the_target
     broker.forward_ladder_failures = 3;
     auto without_ladder = options();
     without_ladder.topology.forward_ladder = false;
-    ClaimedRun run;
-    run.id = "targeted";
-    run.routing_key = "rk";
-    run.exchange = "user.exchange";
-    run.due_at = in(500ms);
-    db.add(std::move(run));
+    db.add_targeted("targeted", in(500ms));
     db.add("untargeted", in(100ms));
     start(std::move(without_ladder));
     ASSERT_TRUE(eventually([&] { return db.handed_over() == 2; }));
@@ -819,12 +813,7 @@ TEST_F(LoaderTest, a_stalled_forward_ladder_declaration_holds_up_no_other_run) {
     auto without_ladder = options();
     without_ladder.topology.forward_ladder = false;
     without_ladder.forward_ladder_wait = 50ms;
-    ClaimedRun run;
-    run.id = "targeted";
-    run.routing_key = "rk";
-    run.exchange = "user.exchange";
-    run.due_at = in(1500ms);
-    db.add(std::move(run));
+    db.add_targeted("targeted", in(1500ms));
     start(std::move(without_ladder));
     ASSERT_TRUE(eventually([&] {
         std::lock_guard lock(broker.mutex);

@@ -27,6 +27,9 @@ inline constexpr std::string_view kReplace = "x-replace";
 inline constexpr std::string_view kCancel = "x-cancel";
 inline constexpr std::string_view kReplyTo = "x-reply-to";
 inline constexpr std::string_view kExchange = "x-hourglass-exchange";
+// Set by the loader on a targeted run the audit observes with the last run of its release group
+// (its value: that run's job id); the forwarder takes no audit copy of it and removes it.
+inline constexpr std::string_view kObservedWith = "x-hourglass-observed-with";
 // Set by hourglass on release (reference §7) and on rejection (reference §4).
 inline constexpr std::string_view kId = "x-hourglass-id";
 inline constexpr std::string_view kDue = "x-hourglass-due";

@@ -102,6 +102,10 @@ private:
 
     void take(amqp::Delivery&& delivery) {
         const auto tag = delivery.delivery_tag;
+        // The audit records a run observed with its release group's last run when that one's
+        // copy arrives: it needs no copy of its own.
+        const bool copy_to_audit = options_.audit && !observed_with_another_run(delivery.message);
+        remove_header(delivery.message.properties, header::kObservedWith);
         InHand item;
         auto targeted = targeted_release(delivery.message);
         if (targeted) {
@@ -120,7 +124,7 @@ private:
         } else {
             publish(tag, Destination::target);
         }
-        if (options_.audit) publish(tag, Destination::audit);
+        if (copy_to_audit) publish(tag, Destination::audit);
     }
 
     std::uint64_t publish(std::uint64_t tag, Destination destination) {
@@ -284,6 +288,10 @@ private:
 
 }  // namespace
 
+bool observed_with_another_run(const Message& forwarded) {
+    return find_header(forwarded.properties, header::kObservedWith) != nullptr;
+}
+
 std::optional<TargetedRelease> targeted_release(const Message& forwarded) {
     const auto* value = find_header(forwarded.properties, header::kExchange);
     const auto* target = value ? std::get_if<std::string>(&value->value) : nullptr;
@@ -291,6 +299,7 @@ std::optional<TargetedRelease> targeted_release(const Message& forwarded) {
     TargetedRelease release{*target, forwarded};
     release.message.exchange = *target;
     remove_header(release.message.properties, header::kExchange);
+    remove_header(release.message.properties, header::kObservedWith);
     return release;
 }
 

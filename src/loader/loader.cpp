@@ -536,26 +536,25 @@ void Loader::group_releases(std::vector<Scheduled>& batch, TimePoint now, unsign
     if (!options_.releases_observed) return;
     const auto lanes = options_.topology.delay_lanes;
     // Walked from the last publish back: the first run met for a (queue, due time) is its last.
-    std::map<std::tuple<Milliseconds, unsigned, TimePoint>, RunRef> last_of_group;
+    std::map<std::tuple<bool, Milliseconds, unsigned, TimePoint>, RunRef> last_of_group;
     for (auto i = batch.size(); i-- > 0;) {
         auto& scheduled = batch[i];
         const auto& run = *scheduled.run;
-        // Targeted runs are observed by the forwarder, recurring ones one by one (their row
-        // moves on to the next run at once), and a run routed with the audit key itself is
-        // copied to the audit whatever it carries.
-        if (!run.exchange.empty() || run.cron ||
-            run.routing_key == options_.topology.names.audit_key) {
-            continue;
-        }
-        const auto lane = static_cast<unsigned>((first_lane + i) % lanes);
-        const auto key = std::make_tuple(ladder_.ttl_for(run.due_at, now), lane, run.due_at);
+        // Recurring runs are observed one by one (their row moves on to the next run at once),
+        // and a run routed with the audit key itself is copied to the audit whatever it carries.
+        if (run.cron || run.routing_key == options_.topology.names.audit_key) continue;
+        // The forward ladder has one queue per TTL, apart from the delay ladder's lanes.
+        const bool targeted = !run.exchange.empty();
+        const auto lane = targeted ? 0u : static_cast<unsigned>((first_lane + i) % lanes);
+        const auto key =
+            std::make_tuple(targeted, ladder_.ttl_for(run.due_at, now), lane, run.due_at);
         const auto [last, inserted] = last_of_group.try_emplace(key, RunRef{run.id, run.run});
         if (!inserted) scheduled.observed_with = last->second;
     }
 }
 
 Message Loader::release_message(ClaimedRun& run, TimePoint now, std::size_t frame_max,
-                                unsigned lane, bool copy_to_audit) const {
+                                unsigned lane, const std::optional<RunRef>& observed_with) const {
     const auto ttl = ladder_.ttl_for(run.due_at, now);
     Message message;
     message.routing_key = run.routing_key;
@@ -571,8 +570,13 @@ Message Loader::release_message(ClaimedRun& run, TimePoint now, std::size_t fram
         // The forwarder reads the target from this header and removes it before the release.
         message.exchange = options_.topology.names.forward_delay(ttl);
         set_header(message.properties, std::string(header::kExchange), run.exchange);
+        // The forwarder copies every targeted release to the audit but those it is told the
+        // audit observes with another run (and removes this header too).
+        if (options_.releases_observed && observed_with) {
+            set_header(message.properties, std::string(header::kObservedWith), observed_with->id);
+        }
     }
-    if (copy_to_audit && run.exchange.empty()) {
+    if (options_.releases_observed && !observed_with && run.exchange.empty()) {
         // RabbitMQ routes with BCC keys (also when it dead-letters) and strips the header.
         set_header(message.properties, "BCC",
                    FieldArray{FieldValue{options_.topology.names.audit_key}});
@@ -679,11 +683,9 @@ void Loader::publish_session(std::stop_token stop) {
                 const auto now = seams_.now();
                 std::uint64_t sequence = 0;
                 try {
-                    // A run observed with its group's last needs no copy, nor any run
-                    // without the audit (--no-audit).
-                    sequence = channel->publish(release_message(
-                        *scheduled.run, batch_now, channel->frame_max(), next_lane,
-                        options_.releases_observed && !scheduled.observed_with.has_value()));
+                    sequence = channel->publish(release_message(*scheduled.run, batch_now,
+                                                                channel->frame_max(), next_lane,
+                                                                scheduled.observed_with));
                     next_lane = (next_lane + 1) % options_.topology.delay_lanes;
                 } catch (...) {
                     // This run and the rest of the batch were not published: back to the store.

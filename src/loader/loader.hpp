@@ -160,16 +160,18 @@ private:
     void make_publisher_realtime();
     void publish_loop(std::stop_token stop);
     void publish_session(std::stop_token stop);
-    // The run as published into the delay queue of its TTL and of `lane` (delay lanes);
-    // `copy_to_audit`: an untargeted run gets the audit key, so its release is copied to the
-    // audit queue. The caller passes false for a run observed with the last run of its release
-    // group (see group_releases) and for every run with --no-audit.
+    // The run as published into the delay queue of its TTL and of `lane` (delay lanes), or of
+    // the forward ladder for a targeted run. With the audit on, a run `observed_with` the last
+    // run of its release group (see group_releases) takes no copy of its own: an untargeted run
+    // then goes without the audit key, and a targeted one tells the forwarder so in a header.
+    // Every other untargeted run gets the audit key, so its release is copied to the audit.
     // Takes the run's body and properties: once published, only its identity is needed.
-    Message release_message(ClaimedRun& run, TimePoint now, std::size_t frame_max,
-                            unsigned lane, bool copy_to_audit) const;
+    Message release_message(ClaimedRun& run, TimePoint now, std::size_t frame_max, unsigned lane,
+                            const std::optional<RunRef>& observed_with) const;
     // Release groups among runs about to be published in this order, from lane `first_lane`
-    // on: the runs for one delay queue with one due time. All but the last of each group are
-    // given the run they are observed with; the audit then receives one copy per group.
+    // on: the runs for one delay queue (a lane of the delay ladder, or a queue of the forward
+    // ladder) with one due time. All but the last of each group are given the run they are
+    // observed with; the audit then receives one copy per group.
     void group_releases(std::vector<Scheduled>& batch, TimePoint now, unsigned first_lane) const;
     // Declares the forward ladder once before the first targeted run of `runs` is published. If
     // that fails, or takes longer than forward_ladder_wait, takes the targeted runs out of

@@ -59,6 +59,50 @@ TEST_F(ReleaseGroups, a_hotspot_is_recorded_run_by_run_from_one_audit_copy_per_g
     EXPECT_EQ(client.queue_size(prefix_ + ".delay.audit").value_or(1), 0u);
 }
 
+// Targeted runs (x-hourglass-exchange) leave their forward delay queue in order too: the
+// forwarder copies the last of each group to the audit and the rest are recorded with it. The
+// loader's mark on the others never reaches the target.
+TEST_F(ReleaseGroups, a_targeted_hotspot_is_recorded_run_by_run_from_one_audit_copy_per_group) {
+    Client client(amqp_url_);
+    const auto target = prefix_ + ".user.hotspot";
+    client.connection().declare_exchange(2, target, "fanout");
+    client.subscribe(target, "");
+    auto& process = start_hourglass(
+        {"--horizon", "4s", "--delay-lanes", "4", "--allow-exchange", prefix_ + "\\.user\\..*"});
+    constexpr int kJobs = 200;
+    const auto due = now_ms() + 3s;
+    auto jobs = scheduled_series("hot-", kJobs, due);
+    for (auto& job : jobs) set_header(job.properties, "x-hourglass-exchange", target);
+    client.publish_all(jobs);
+
+    const auto received = client.drain(4500ms, 20s);
+    client.connection().delete_exchange(2, target);
+    ASSERT_EQ(received.size(), static_cast<std::size_t>(kJobs));
+    std::set<std::string> ids;
+    for (const auto& r : received) {
+        ids.insert(string_header(r.message, "x-hourglass-id"));
+        EXPECT_GE(r.received_at, due) << "early";
+        EXPECT_EQ(find_header(r.message.properties, "x-hourglass-observed-with"), nullptr);
+        EXPECT_EQ(find_header(r.message.properties, "x-hourglass-exchange"), nullptr);
+    }
+    EXPECT_EQ(ids.size(), static_cast<std::size_t>(kJobs));
+
+    ASSERT_TRUE(
+        eventually("SELECT count(*) FROM jobs WHERE state = 'done' AND released_at >= due_at "
+                   "AND lateness_ms >= 0 AND released_run = 1",
+                   std::to_string(kJobs), 15s))
+        << process.log_tail(30);
+    const auto grouped =
+        sql("SELECT count(*) FROM jobs WHERE observed_with_id IS NOT NULL")[0][0].as<int>();
+    EXPECT_GE(grouped, kJobs - 50) << "most runs observed with the last of their group";
+    EXPECT_TRUE(wait_for(
+        [&] { return metric(process, "hourglass_releases_observed_total") == kJobs; }, 10s));
+    EXPECT_EQ(metric(process, "hourglass_release_copies_total"), kJobs - grouped)
+        << "one copy per group reached the audit";
+    EXPECT_EQ(client.queue_size(prefix_ + ".delay.audit").value_or(1), 0u);
+    EXPECT_EQ(client.queue_size(prefix_ + ".delay.forward").value_or(1), 0u);
+}
+
 // An instance with --no-audit on a prefix that an instance with the audit declared (its audit
 // queue still bound): no release leaves a copy there, where nothing would ever consume it.
 TEST_F(ReleaseGroups, without_the_audit_no_copy_is_left_in_an_audit_queue_declared_before) {

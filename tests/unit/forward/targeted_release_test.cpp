@@ -35,6 +35,20 @@ TEST(TargetedRelease, goes_to_the_named_exchange_without_the_header_otherwise_un
     EXPECT_EQ(release->message.properties, expected);
 }
 
+// The loader marks a run the audit observes with the last run of its release group; the mark is
+// hourglass's own and never reaches the target.
+TEST(TargetedRelease, a_run_observed_with_another_needs_no_copy_and_leaves_without_the_mark) {
+    auto run = forwarded_run(std::string("legacy.orders"));
+    EXPECT_FALSE(observed_with_another_run(run));
+    const auto unmarked = targeted_release(run);
+    set_header(run.properties, "x-hourglass-observed-with", std::string("job-9"));
+    EXPECT_TRUE(observed_with_another_run(run));
+    const auto release = targeted_release(run);
+    ASSERT_TRUE(release && unmarked);
+    EXPECT_EQ(find_header(release->message.properties, "x-hourglass-observed-with"), nullptr);
+    EXPECT_EQ(release->message.properties, unmarked->message.properties);
+}
+
 TEST(TargetedRelease, nothing_without_a_usable_target) {
     EXPECT_FALSE(targeted_release(forwarded_run(std::string(""))));
     EXPECT_FALSE(targeted_release(forwarded_run(std::int32_t{5})));

@@ -543,10 +543,10 @@ TEST_F(LoaderTest, observes_a_hotspot_through_the_last_run_published_to_each_que
     EXPECT_LE(observed_alone.size(), 12u);
 }
 
-// Only one-shot runs for the output exchange form groups: runs due at different instants,
-// recurring runs and a run routed with the audit key itself (copied whatever it carries) are
-// observed one by one, each through its own copy; targeted runs are observed by the forwarder
-// and need no key.
+// Only one-shot runs due at one instant form groups: runs due at different instants, recurring
+// runs and a run routed with the audit key itself (copied whatever it carries) are observed one
+// by one, each through its own copy. A targeted run alone is copied by the forwarder: no key,
+// no x-hourglass-observed-with.
 TEST_F(LoaderTest, observes_runs_alone_unless_they_share_a_queue_and_a_due_time) {
     const auto due = in(1500ms);
     db.add("spread-1", in(1400ms));
@@ -576,6 +576,7 @@ TEST_F(LoaderTest, observes_runs_alone_unless_they_share_a_queue_and_a_due_time)
         const auto id = header_text(publish.message, header::kId);
         if (id == "targeted") {
             EXPECT_TRUE(bcc_keys(publish.message).empty());
+            EXPECT_EQ(find_header(publish.message.properties, header::kObservedWith), nullptr);
         } else {
             EXPECT_EQ(bcc_keys(publish.message), std::vector<std::string>{names.audit_key}) << id;
         }
@@ -586,6 +587,60 @@ TEST_F(LoaderTest, observes_runs_alone_unless_they_share_a_queue_and_a_due_time)
             EXPECT_TRUE(row.audited) << id;
         }
     });
+}
+
+// Targeted runs due at one instant leave their forward delay queue in publish order too, apart
+// from the untargeted runs due with them: the forwarder copies the last of each group to the
+// audit, and skips the others, which the loader marks x-hourglass-observed-with (the id of the
+// run they are observed with). No targeted run carries the audit key: the forward queue is
+// not the release, and a copy made there would be recorded before the forwarder publishes.
+TEST_F(LoaderTest,
+       observes_a_targeted_hotspot_through_the_last_run_published_to_the_forward_queue) {
+    const auto due = in(1500ms);
+    for (int i = 0; i < 30; ++i) {
+        db.add_targeted("targeted-" + std::to_string(i), due);
+        db.add("plain-" + std::to_string(i), due);
+    }
+    auto loader_options = options();
+    loader_options.topology.delay_lanes = 2;
+    start(std::move(loader_options));
+    ASSERT_TRUE(eventually([&] { return db.handed_over() == 60; }));
+
+    const auto publishes = broker.publishes();
+    ASSERT_EQ(publishes.size(), 60u);
+    std::map<std::string, std::size_t> published_at;  // id -> index in publishes
+    for (std::size_t i = 0; i < publishes.size(); ++i) {
+        published_at[header_text(publishes[i].message, header::kId)] = i;
+    }
+    std::size_t targeted_alone = 0;
+    db.read([&](const FakeDatabase& d) {
+        for (const auto& [id, row] : d.rows) {
+            if (row.run.exchange.empty()) continue;
+            const auto& message = publishes[published_at.at(id)].message;
+            EXPECT_TRUE(bcc_keys(message).empty()) << id;
+            EXPECT_TRUE(row.audited) << id;
+            const auto* marker = find_header(message.properties, header::kObservedWith);
+            if (!row.observed_with) {
+                EXPECT_EQ(marker, nullptr) << id << ": observed itself, so the forwarder copies it";
+                ++targeted_alone;
+                continue;
+            }
+            const auto& with = *row.observed_with;
+            ASSERT_NE(marker, nullptr) << id;
+            EXPECT_EQ(std::get<std::string>(marker->value), with.id);
+            // The run it is observed with is targeted, published after it into the same forward
+            // delay queue, and observed itself.
+            ASSERT_TRUE(d.rows.contains(with.id)) << id;
+            const auto& witness = d.rows.at(with.id);
+            EXPECT_FALSE(witness.run.exchange.empty()) << id << " observed with " << with.id;
+            EXPECT_FALSE(witness.observed_with.has_value()) << id;
+            EXPECT_GT(published_at.at(with.id), published_at.at(id)) << id;
+            EXPECT_EQ(publishes[published_at.at(with.id)].message.exchange, message.exchange);
+        }
+    });
+    // One group when the 60 went out in one batch; a slow machine may split the batch.
+    EXPECT_GE(targeted_alone, 1u);
+    EXPECT_LE(targeted_alone, 3u);
 }
 
 // Without the audit nothing is grouped and no release carries the key, so none is copied to an

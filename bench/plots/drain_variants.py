@@ -2,9 +2,10 @@
 """Plots the hotspot drain of each variant of hourglass tried in one series (gnuplot).
 
 Usage: bench/plots/drain_variants.py RESULTS.jsonl OUT.png
-Reads the peers-harness lines that carry a `variant` (an experiment's label, explained by the
-line's `diagnosis`), in the order the variants first appear, and draws for each the median
-drain as a bar and every run as a point.
+Reads the lines that carry a `variant` (an experiment's label), in the order the variants first
+appear, and draws for each the median drain as a bar and every run as a point. Lines of the
+peers harness give their drain (`metrics.hotspot.drain_s`); lines of bench_e2e_lateness give
+the last release after the instant (`lateness_max_ms`).
 """
 import json
 import statistics
@@ -12,18 +13,24 @@ import subprocess
 import sys
 
 
+def drain_s(row):
+    if "metrics" in row:
+        return row["metrics"]["hotspot"]["drain_s"]
+    return row["lateness_max_ms"] / 1000.0
+
+
 def main(results, out):
     rows = [json.loads(line) for line in open(results, encoding="utf-8") if line.strip()]
     drains = {}  # variant -> drains in seconds, in file order
     for row in rows:
         if "variant" in row:
-            drains.setdefault(row["variant"], []).append(row["metrics"]["hotspot"]["drain_s"])
+            drains.setdefault(row["variant"], []).append(drain_s(row))
     if not drains:
         sys.exit(f"{results}: no line with a variant")
     bars = "\n".join(f'{i} {statistics.median(v):.3f} "{name}"'
                      for i, (name, v) in enumerate(drains.items()))
     points = "\n".join(f"{i} {d:.3f}" for i, v in enumerate(drains.values()) for d in v)
-    jobs = sorted({row["N"] for row in rows if "variant" in row})
+    jobs = sorted({row.get("N", row.get("jobs")) for row in rows if "variant" in row})
     script = f"""set terminal png size 900,520
 set output '{out}'
 set title 'Hotspot drain of {", ".join(f"{n:,}" for n in jobs)} jobs by variant (median bar, each run a point)'

@@ -19,7 +19,9 @@
 // observed alone, a BCC routing key (`audit_key`); RabbitMQ strips the BCC header at publish
 // but keeps the key for routing, also when it dead-letters. The copy exchange's binding on that
 // key queues one audit copy per group instead of one per run.
-// A release without the key is not observed; --no-audit publishes none.
+// A release without the key is not observed; --no-audit publishes none. Targeted runs form
+// groups in their forward delay queue the same way, and carry no key: the forwarder copies the
+// last run of each group (src/forward/forwarder.hpp).
 //
 // Earlier ladders keep their route after an upgrade, since a queue's dead-letter exchange
 // cannot change in place. The first ladder, `<prefix>.delay.<ttl>`, dead-lettered into a

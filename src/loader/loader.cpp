@@ -571,9 +571,12 @@ Message Loader::release_message(ClaimedRun& run, TimePoint now, std::size_t fram
         message.exchange = options_.topology.names.forward_delay(ttl);
         set_header(message.properties, std::string(header::kExchange), run.exchange);
         // The forwarder copies every targeted release to the audit but those it is told the
-        // audit observes with another run (and removes this header too).
+        // audit observes with another run (and removes this header too). Ingest strips
+        // x-hourglass-* headers from commands; a row edited by hand gets no say either.
         if (options_.releases_observed && observed_with) {
             set_header(message.properties, std::string(header::kObservedWith), observed_with->id);
+        } else {
+            remove_header(message.properties, header::kObservedWith);
         }
     }
     if (options_.releases_observed && !observed_with && run.exchange.empty()) {

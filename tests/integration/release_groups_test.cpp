@@ -3,6 +3,7 @@
 // with it. The broker queues one audit copy per group instead of one per run.
 #include <gmock/gmock.h>
 
+#include <map>
 #include <set>
 
 #include "integration/harness.hpp"
@@ -100,6 +101,43 @@ TEST_F(ReleaseGroups, a_targeted_hotspot_is_recorded_run_by_run_from_one_audit_c
     EXPECT_EQ(metric(process, "hourglass_release_copies_total"), kJobs - grouped)
         << "one copy per group reached the audit";
     EXPECT_EQ(client.queue_size(prefix_ + ".delay.audit").value_or(1), 0u);
+    EXPECT_EQ(client.queue_size(prefix_ + ".delay.forward").value_or(1), 0u);
+}
+
+// Two instances' forwarders share the forward queue, which hands them its runs in turn, so a
+// group's last run may be forwarded, and the group recorded, by one while the other still holds
+// earlier runs of it. Those reach the target all the same, once, and every run ends done.
+TEST_F(ReleaseGroups, a_targeted_group_split_between_two_forwarders_is_delivered_and_recorded) {
+    Client client(amqp_url_);
+    const auto target = prefix_ + ".user.split";
+    client.connection().declare_exchange(2, target, "fanout");
+    client.subscribe(target, "");
+    const std::vector<std::string> flags = {"--horizon", "4s", "--allow-exchange",
+                                            prefix_ + "\\.user\\..*"};
+    auto& first = start_hourglass(flags);
+    auto& second = start_hourglass(flags);
+    constexpr int kJobs = 600;
+    const auto due = now_ms() + 3s;
+    auto jobs = scheduled_series("split-", kJobs, due);
+    for (auto& job : jobs) set_header(job.properties, "x-hourglass-exchange", target);
+    client.publish_all(jobs);
+
+    const auto received = client.drain(4500ms, 30s);
+    client.connection().delete_exchange(2, target);
+    std::map<std::string, int> times;
+    for (const auto& r : received) ++times[string_header(r.message, "x-hourglass-id")];
+    EXPECT_EQ(times.size(), static_cast<std::size_t>(kJobs)) << "lost";
+    EXPECT_EQ(received.size(), static_cast<std::size_t>(kJobs)) << "duplicated";
+    // Each forwarder published some: the groups were split between them.
+    for (const auto* process : {&first, &second}) {
+        EXPECT_GT(metric(*process, "hourglass_releases_forwarded_total"), 0)
+            << process->log_tail(20);
+    }
+    ASSERT_TRUE(
+        eventually("SELECT count(*) FROM jobs WHERE state = 'done' AND released_at >= due_at",
+                   std::to_string(kJobs), 15s));
+    EXPECT_GE(sql("SELECT count(*) FROM jobs WHERE observed_with_id IS NOT NULL")[0][0].as<int>(),
+              kJobs / 2);
     EXPECT_EQ(client.queue_size(prefix_ + ".delay.forward").value_or(1), 0u);
 }
 

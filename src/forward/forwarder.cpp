@@ -105,13 +105,13 @@ private:
         // The audit records a run observed with its release group's last run when that one's
         // copy arrives: it needs no copy of its own.
         const bool copy_to_audit = options_.audit && !observed_with_another_run(delivery.message);
-        remove_header(delivery.message.properties, header::kObservedWith);
         InHand item;
         auto targeted = targeted_release(delivery.message);
         if (targeted) {
             item.release = std::move(targeted->message);
         } else {
             item.release = std::move(delivery.message);
+            remove_header(item.release.properties, header::kObservedWith);
             item.problem = "it has no x-hourglass-exchange header naming a target";
         }
         auto& held = in_hand_.emplace(tag, std::move(item)).first->second;

@@ -23,6 +23,25 @@ protected:
         const auto at = text.find("\n" + name + " ");
         return at == std::string::npos ? 0 : std::stod(text.substr(at + name.size() + 2));
     }
+    // A fanout exchange of "the user" for targeted jobs, with `client` subscribed to it; the
+    // flags that let hourglass release to it.
+    std::string user_target(Client& client, const std::string& suffix) const {
+        const auto target = prefix_ + ".user." + suffix;
+        client.connection().declare_exchange(2, target, "fanout");
+        client.subscribe(target, "");
+        return target;
+    }
+    std::vector<std::string> allowing_user_targets(std::vector<std::string> flags) const {
+        flags.insert(flags.end(), {"--allow-exchange", prefix_ + "\\.user\\..*"});
+        return flags;
+    }
+    // scheduled_series, each job released to `target`.
+    std::vector<Message> targeted_series(const std::string& stem, int count, TimePoint due,
+                                         const std::string& target) const {
+        auto jobs = scheduled_series(stem, count, due);
+        for (auto& job : jobs) set_header(job.properties, "x-hourglass-exchange", target);
+        return jobs;
+    }
 };
 
 TEST_F(ReleaseGroups, a_hotspot_is_recorded_run_by_run_from_one_audit_copy_per_group) {
@@ -65,16 +84,12 @@ TEST_F(ReleaseGroups, a_hotspot_is_recorded_run_by_run_from_one_audit_copy_per_g
 // loader's mark on the others never reaches the target.
 TEST_F(ReleaseGroups, a_targeted_hotspot_is_recorded_run_by_run_from_one_audit_copy_per_group) {
     Client client(amqp_url_);
-    const auto target = prefix_ + ".user.hotspot";
-    client.connection().declare_exchange(2, target, "fanout");
-    client.subscribe(target, "");
-    auto& process = start_hourglass(
-        {"--horizon", "4s", "--delay-lanes", "4", "--allow-exchange", prefix_ + "\\.user\\..*"});
+    const auto target = user_target(client, "hotspot");
+    auto& process =
+        start_hourglass(allowing_user_targets({"--horizon", "4s", "--delay-lanes", "4"}));
     constexpr int kJobs = 200;
     const auto due = now_ms() + 3s;
-    auto jobs = scheduled_series("hot-", kJobs, due);
-    for (auto& job : jobs) set_header(job.properties, "x-hourglass-exchange", target);
-    client.publish_all(jobs);
+    client.publish_all(targeted_series("hot-", kJobs, due, target));
 
     const auto received = client.drain(4500ms, 20s);
     client.connection().delete_exchange(2, target);
@@ -109,18 +124,13 @@ TEST_F(ReleaseGroups, a_targeted_hotspot_is_recorded_run_by_run_from_one_audit_c
 // earlier runs of it. Those reach the target all the same, once, and every run ends done.
 TEST_F(ReleaseGroups, a_targeted_group_split_between_two_forwarders_is_delivered_and_recorded) {
     Client client(amqp_url_);
-    const auto target = prefix_ + ".user.split";
-    client.connection().declare_exchange(2, target, "fanout");
-    client.subscribe(target, "");
-    const std::vector<std::string> flags = {"--horizon", "4s", "--allow-exchange",
-                                            prefix_ + "\\.user\\..*"};
+    const auto target = user_target(client, "split");
+    const auto flags = allowing_user_targets({"--horizon", "4s"});
     auto& first = start_hourglass(flags);
     auto& second = start_hourglass(flags);
     constexpr int kJobs = 600;
     const auto due = now_ms() + 3s;
-    auto jobs = scheduled_series("split-", kJobs, due);
-    for (auto& job : jobs) set_header(job.properties, "x-hourglass-exchange", target);
-    client.publish_all(jobs);
+    client.publish_all(targeted_series("split-", kJobs, due, target));
 
     const auto received = client.drain(4500ms, 30s);
     client.connection().delete_exchange(2, target);

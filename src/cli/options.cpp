@@ -131,6 +131,7 @@ loader::LoaderOptions ServiceOptions::loader() const {
     options.max_clock_offset = parse_duration(kMaxClockOffsetOption, max_clock_offset);
     options.max_unconfirmed = max_unconfirmed;
     options.max_in_memory_runs = max_in_memory_runs;
+    options.max_burst_runs = max_burst_runs;
     options.realtime_publisher = parse_realtime_mode(realtime_publisher);
     // Only the audit tells a lost run from a released one.
     options.releases_observed = !no_audit;

@@ -38,6 +38,7 @@ struct ServiceOptions {
     std::size_t max_body = 1024 * 1024;
     std::size_t max_unconfirmed = loader::kDefaultMaxUnconfirmed;
     std::size_t max_in_memory_runs = loader::kDefaultMaxInMemoryRuns;
+    std::size_t max_burst_runs = loader::kDefaultMaxBurstRuns;
     unsigned delay_lanes = delay::kDefaultDelayLanes;
     bool no_audit = false;
     std::string realtime_publisher = "auto";  // or "off"

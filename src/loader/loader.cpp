@@ -189,6 +189,7 @@ void Loader::schedule(std::vector<ClaimedRun> runs) {
     }
     {
         std::lock_guard lock(mutex_);
+        mark_bursts(scheduled, now);
         for (auto& entry : scheduled) {
             in_memory_bytes_ += entry.bytes;
             schedule_.push(std::move(entry));
@@ -197,6 +198,50 @@ void Loader::schedule(std::vector<ClaimedRun> runs) {
         metrics_.set_runs_held(schedule_.size() + in_flight_);
     }
     publisher_wake_.notify_one();
+}
+
+void Loader::mark_bursts(std::vector<Scheduled>& scheduled, TimePoint now) {
+    if (options_.max_burst_runs == 0) return;
+    // Only one-shot runs for the output: a recurring run's row moves on at its confirm, and a
+    // targeted run is forwarded by the forwarder, which consumes a queue of its own.
+    const auto eligible = [](const ClaimedRun& run) { return run.exchange.empty() && !run.cron; };
+    // Kept a horizon after the instant: the runs of a burst claimed late go the same way.
+    std::erase_if(burst_instants_, [&](TimePoint instant) { return instant < now - options_.horizon; });
+    std::map<TimePoint, std::size_t> per_instant;
+    for (const auto& entry : scheduled) {
+        if (eligible(*entry.run)) ++per_instant[entry.run->due_at];
+    }
+    for (const auto& [instant, runs] : per_instant) {
+        if (runs >= options_.burst_min_runs) burst_instants_.insert(instant);
+    }
+    std::erase_if(scheduled, [&](Scheduled& entry) {
+        const auto& run = *entry.run;
+        if (!eligible(run) || !burst_instants_.contains(run.due_at)) return false;
+        entry.burst = true;
+        entry.publish_at = run.due_at;
+        // Within a step of its due time it is held no longer than any run published into a
+        // delay queue: the others' bounds hold it.
+        if (run.due_at <= now + ladder_.step()) return false;
+        if (burst_runs_ < options_.max_burst_runs &&
+            burst_bytes_ + entry.bytes <= options_.max_burst_bytes) {
+            entry.burst_held = true;
+            ++burst_runs_;
+            burst_bytes_ += entry.bytes;
+            return false;
+        }
+        // No room to hold it: back to the store until its instant.
+        burst_cut_ = burst_cut_ ? std::min(*burst_cut_, run.due_at) : run.due_at;
+        burst_deferred_.push_back(run.id);
+        return true;
+    });
+}
+
+void Loader::forget_held(const Scheduled& scheduled) {
+    in_memory_bytes_ -= std::min(in_memory_bytes_, scheduled.bytes);
+    if (scheduled.burst_held) {
+        burst_runs_ -= std::min<std::size_t>(burst_runs_, 1);
+        burst_bytes_ -= std::min(burst_bytes_, scheduled.bytes);
+    }
 }
 
 void Loader::confirmed(std::vector<HandedOverRun> runs) {
@@ -216,7 +261,7 @@ void Loader::give_back(const std::vector<Settled>& runs) {
         std::lock_guard lock(mutex_);
         for (const auto& settled : runs) {
             given_back_.push_back(settled.value.run->id);
-            in_memory_bytes_ -= std::min(in_memory_bytes_, settled.value.bytes);
+            forget_held(settled.value);
         }
         in_flight_ -= std::min(in_flight_, runs.size());
     }
@@ -281,9 +326,7 @@ void Loader::forget_lost_claims(store::ClaimStore& store) {
     {
         std::lock_guard lock(mutex_);
         forgotten = schedule_.size();
-        while (!schedule_.empty()) {
-            in_memory_bytes_ -= std::min(in_memory_bytes_, schedule_.take_top().bytes);
-        }
+        while (!schedule_.empty()) forget_held(schedule_.take_top());
         ++schedule_generation_;
     }
     store.release_all_claims(options_.owner);
@@ -311,13 +354,16 @@ void Loader::claim_loop(std::stop_token stop) {
         while (true) {
             if (leases_.claims_lost()) forget_lost_claims(store);
             std::vector<std::string> given_back;
+            std::vector<std::string> deferred;
             bool threads_done = false;  // publisher and recorder, after `stop`
             {
                 std::lock_guard lock(mutex_);
                 given_back.swap(given_back_);
+                deferred.swap(burst_deferred_);
                 threads_done = publisher_done_ && recorder_done_;
             }
             auto to_give_back = given_back;
+            to_give_back.insert(to_give_back.end(), deferred.begin(), deferred.end());
             const bool tried_held = retry.due(seams_.steady_now());
             if (tried_held) {
                 to_give_back.insert(to_give_back.end(), held_give_backs.begin(),
@@ -332,9 +378,9 @@ void Loader::claim_loop(std::stop_token stop) {
                 given_back_.insert(given_back_.end(), to_give_back.begin(), to_give_back.end());
                 throw;
             }
-            if (to_give_back.size() > left.size()) {
+            if (!given_back.empty() && to_give_back.size() > left.size()) {
                 spdlog::info("loader: gave back {} claimed runs the broker did not confirm",
-                             to_give_back.size() - left.size());
+                             std::min(given_back.size(), to_give_back.size() - left.size()));
             }
             if (!left.empty() && !retry.waiting()) {
                 spdlog::warn(
@@ -356,18 +402,24 @@ void Loader::claim_loop(std::stop_token stop) {
                     std::lock_guard lock(mutex_);
                     limit.runs = claim_capacity();
                     limit.bytes = options_.max_in_memory_bytes -
-                                  std::min(in_memory_bytes_, options_.max_in_memory_bytes);
+                                  std::min(in_memory_bytes_ - burst_bytes_, options_.max_in_memory_bytes);
                     woken = std::exchange(wake_requested_, false);
                 }
                 const auto steady_now = seams_.steady_now();
-                const bool claim_now = backlog || woken || steady_now >= next_claim;
+                // A burst whose runs wait in the store is a step away: claim them now, within the
+                // others' bounds, so that they are in hand by the instant.
+                const bool cut_reached = burst_cut_ && clock_now() >= *burst_cut_ - ladder_.step();
+                if (cut_reached) burst_cut_.reset();
+                const bool claim_now = backlog || woken || cut_reached || steady_now >= next_claim;
                 if (claim_now) next_claim = steady_now + options_.poll_interval;
                 // Runs just given back were refused by the broker: claiming them again at once
                 // would only spin; the next poll (or a wake) tries again.
                 if (claim_now && limit.runs > 0 && given_back.empty()) {
                     // The lease covers the wait in memory before the publish, then `lease`.
                     const auto now = clock_now();
-                    auto [runs, at_limit] = store.claim_due(options_.owner, now + options_.horizon,
+                    auto horizon_end = now + options_.horizon;
+                    if (burst_cut_) horizon_end = std::min(horizon_end, *burst_cut_ - Milliseconds{1});
+                    auto [runs, at_limit] = store.claim_due(options_.owner, horizon_end,
                                                             limit, options_.lease + ladder_.step(),
                                                             resend_due_before(now));
                     backlog = at_limit;
@@ -387,8 +439,12 @@ void Loader::claim_loop(std::stop_token stop) {
                 }
             }
             std::unique_lock lock(mutex_);
-            const auto wait = std::max(std::chrono::steady_clock::duration::zero(),
-                                       next_claim - seams_.steady_now());
+            auto wait = std::max(std::chrono::steady_clock::duration::zero(),
+                                 next_claim - seams_.steady_now());
+            if (burst_cut_) {
+                wait = std::min<std::chrono::steady_clock::duration>(
+                    wait, std::max(Milliseconds{0}, *burst_cut_ - ladder_.step() - clock_now()));
+            }
             claimer_wake_.wait_for(lock, wait, [&] {
                 // With a backlog, confirms that free room for a whole batch (or all of a
                 // smaller limit) start the next claim at once.
@@ -403,8 +459,12 @@ void Loader::claim_loop(std::stop_token stop) {
 }
 
 std::size_t Loader::claim_capacity() const {
-    const auto held = schedule_.size() + in_flight_;
-    if (held >= options_.max_in_memory_runs || in_memory_bytes_ >= options_.max_in_memory_bytes) return 0;
+    // Burst runs have bounds of their own (mark_bursts).
+    const auto held = schedule_.size() + in_flight_ - burst_runs_;
+    if (held >= options_.max_in_memory_runs ||
+        in_memory_bytes_ - burst_bytes_ >= options_.max_in_memory_bytes) {
+        return 0;
+    }
     return std::min(options_.claim_batch, options_.max_in_memory_runs - held);
 }
 
@@ -519,6 +579,8 @@ void Loader::finish_claims(store::ClaimStore& store) {
         std::lock_guard lock(mutex_);
         while (!schedule_.empty()) unpublished.push_back(schedule_.take_top().run->id);
         in_memory_bytes_ = 0;
+        burst_runs_ = 0;
+        burst_bytes_ = 0;
     }
     // Rows another transaction holds stay claimed: taken over once the lease ends.
     const auto kept = store.release_claims(options_.owner, unpublished).size();
@@ -536,7 +598,9 @@ void Loader::group_releases(std::vector<Scheduled>& batch, TimePoint now, unsign
     if (!options_.releases_observed) return;
     const auto lanes = options_.topology.delay_lanes;
     // Walked from the last publish back: the first run met for a (queue, due time) is its last.
-    std::map<std::tuple<bool, Milliseconds, unsigned, TimePoint>, RunRef> last_of_group;
+    // A queue: (targeted, burst, TTL, lane); burst runs all go to the release exchange, in the
+    // order of this one channel.
+    std::map<std::tuple<bool, bool, Milliseconds, unsigned, TimePoint>, RunRef> last_of_group;
     for (auto i = batch.size(); i-- > 0;) {
         auto& scheduled = batch[i];
         const auto& run = *scheduled.run;
@@ -545,16 +609,19 @@ void Loader::group_releases(std::vector<Scheduled>& batch, TimePoint now, unsign
         if (run.cron || run.routing_key == options_.topology.names.audit_key) continue;
         // The forward ladder has one queue per TTL, apart from the delay ladder's lanes.
         const bool targeted = !run.exchange.empty();
-        const auto lane = targeted ? 0u : static_cast<unsigned>((first_lane + i) % lanes);
-        const auto key =
-            std::make_tuple(targeted, ladder_.ttl_for(run.due_at, now), lane, run.due_at);
+        const bool burst = scheduled.burst;
+        const auto lane =
+            targeted || burst ? 0u : static_cast<unsigned>((first_lane + i) % lanes);
+        const auto ttl = burst ? Milliseconds{0} : ladder_.ttl_for(run.due_at, now);
+        const auto key = std::make_tuple(targeted, burst, ttl, lane, run.due_at);
         const auto [last, inserted] = last_of_group.try_emplace(key, RunRef{run.id, run.run});
         if (!inserted) scheduled.observed_with = last->second;
     }
 }
 
 Message Loader::release_message(ClaimedRun& run, TimePoint now, std::size_t frame_max,
-                                unsigned lane, const std::optional<RunRef>& observed_with) const {
+                                unsigned lane, const std::optional<RunRef>& observed_with,
+                                bool burst) const {
     const auto ttl = ladder_.ttl_for(run.due_at, now);
     Message message;
     message.routing_key = run.routing_key;
@@ -564,7 +631,11 @@ Message Loader::release_message(ClaimedRun& run, TimePoint now, std::size_t fram
     set_header(message.properties, std::string(header::kId), run.id);
     set_header(message.properties, std::string(header::kDue), format_rfc3339_ms(run.due_at));
     set_header(message.properties, std::string(header::kRun), static_cast<std::int64_t>(run.run));
-    if (run.exchange.empty()) {
+    if (burst) {
+        // Published at its due time: the release exchange routes it at once, as a delay queue
+        // would when its TTL expires.
+        message.exchange = options_.topology.names.release;
+    } else if (run.exchange.empty()) {
         message.exchange = options_.topology.names.delay(ttl, lane);
     } else {
         // The forwarder reads the target from this header and removes it before the release.
@@ -618,7 +689,6 @@ void Loader::publish_session(std::stop_token stop) {
         auto settled = in_flight.settle(confirm);
         std::vector<HandedOverRun> runs;
         std::vector<amqp::ConfirmTracker<Scheduled>::Settled> refused;
-        std::size_t bytes = 0;
         const auto now = clock_now();
         for (auto& s : settled) {
             if (!s.ack) {
@@ -626,7 +696,6 @@ void Loader::publish_session(std::stop_token stop) {
                 continue;
             }
             const auto& run = *s.value.run;
-            bytes += s.value.bytes;
             runs.push_back({run.id, run.run, next_run_ ? next_run_(run, now) : std::nullopt,
                             options_.releases_observed, s.value.observed_with});
         }
@@ -634,7 +703,9 @@ void Loader::publish_session(std::stop_token stop) {
             {
                 std::lock_guard lock(mutex_);
                 in_flight_ -= runs.size();
-                in_memory_bytes_ -= std::min(in_memory_bytes_, bytes);
+                for (const auto& s : settled) {
+                    if (s.ack) forget_held(s.value);
+                }
             }
             confirmed(std::move(runs));
         }
@@ -688,7 +759,9 @@ void Loader::publish_session(std::stop_token stop) {
                 try {
                     sequence = channel->publish(release_message(*scheduled.run, batch_now,
                                                                 channel->frame_max(), next_lane,
-                                                                scheduled.observed_with));
+                                                                scheduled.observed_with,
+                                                                scheduled.burst));
+                    if (scheduled.burst) metrics_.count_burst_runs(1);
                     next_lane = (next_lane + 1) % options_.topology.delay_lanes;
                 } catch (...) {
                     // This run and the rest of the batch were not published: back to the store.

@@ -12,7 +12,7 @@
 //    records one batch while the claimer claims the next;
 //  - the publisher (RabbitMQ) publishes each run at `due - ttl` into the TTL queue chosen by
 //    the DelayLadder, turning through the rung's lanes, with a bounded window of unconfirmed
-//    publishes.
+//    publishes; a burst run at `due` to the release exchange (kDefaultMaxBurstRuns).
 //  - the heartbeat (PostgreSQL) keeps this instance's claims alive (live leases, reference §6; see
 //    lease_keeper.hpp) and gives back the claims of instances that stopped beating.
 // wake() makes the claimer look at once (another instance's claims to take over); wake_for(due)
@@ -25,6 +25,7 @@
 #include <future>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <stop_token>
 #include <string>
 #include <thread>
@@ -54,6 +55,19 @@ inline constexpr std::size_t kDefaultMaxUnconfirmed = 4096;
 // second: 30,000 lets a 5 s horizon carry 100,000 due at one instant (20,000 did not), at an
 // RSS peak of 62-71 MB; 50,000 reached 107-130 MB (docs/benchmarks.md).
 inline constexpr std::size_t kDefaultMaxInMemoryRuns = 30000;
+// Burst release. RabbitMQ dead-letters without flow control: every delay queue holding a burst
+// expires its share at once, and a consumer's queue that receives such a flood faster than it
+// delivers falls behind for the whole burst (three times slower on RabbitMQ 4.3 than on 3.10;
+// docs/benchmarks.md). The loader's own publishes to that queue are paced by the broker's
+// credit flow instead. So the runs of an instant shared by at least kBurstMinRuns runs of one
+// claim (a hotspot, a popular cron minute) are held in memory until their due time and
+// published straight to the release exchange, up to --max-burst-runs of them and
+// kMaxBurstBytes of their bodies and properties, on top of the bounds above; the rest of a
+// burst takes the delay queues as before. 20,000 drained a 100,000 hotspot on RabbitMQ 4.3.6
+// in ... s against ... s (docs/benchmarks.md).
+inline constexpr std::size_t kDefaultMaxBurstRuns = 20000;
+inline constexpr std::size_t kMaxBurstBytes = 16u << 20;
+inline constexpr std::size_t kBurstMinRuns = 500;
 
 struct LoaderOptions {
     amqp::ConnectionOptions amqp;
@@ -75,6 +89,10 @@ struct LoaderOptions {
     std::size_t max_unconfirmed = kDefaultMaxUnconfirmed;
     std::size_t max_in_memory_runs = kDefaultMaxInMemoryRuns;
     std::size_t max_in_memory_bytes = 64u << 20;
+    // Burst release (above); 0 turns it off.
+    std::size_t max_burst_runs = kDefaultMaxBurstRuns;
+    std::size_t max_burst_bytes = kMaxBurstBytes;
+    std::size_t burst_min_runs = kBurstMinRuns;
     std::string owner;  // lease owner id, unique per process
     LeaseTimings lease_timings;
     // A clock further than this from PostgreSQL's is reported (and refused at start).
@@ -133,6 +151,11 @@ private:
         std::size_t bytes = 0;  // body and properties, counted in in_memory_bytes_ until confirmed
         // Set at publish for a run of a release group other than its last (see group_releases).
         std::optional<RunRef> observed_with;
+        // A run of a burst: published at its due time straight to the release exchange.
+        bool burst = false;
+        // A burst run held ahead of its due time, counted against the burst bounds rather than
+        // the others (a burst run claimed once due goes at once, within the others).
+        bool burst_held = false;
     };
     // The runs waiting for their publish instant, earliest first. A heap over a vector rather
     // than std::priority_queue, whose top can only be copied out.
@@ -153,6 +176,13 @@ private:
     void record_loop(std::stop_token stop);
     // Runs the next claim may take within the memory bounds (0 when full); mutex_ held.
     std::size_t claim_capacity() const;
+    // Takes a run off the memory bounds (mutex_ held): confirmed, given back or forgotten.
+    void forget_held(const Scheduled& scheduled);
+    // Makes the runs of a burst among a claim's runs burst runs (mutex_ held): held until their
+    // due time, then published to the release exchange. The runs of a burst that the burst
+    // bounds cannot hold go back to the store, and claims stop short of that instant until it
+    // is a ladder step away (burst_cut_): then they are claimed within the others' bounds.
+    void mark_bursts(std::vector<Scheduled>& scheduled, TimePoint now);
     void heartbeat_loop(std::stop_token stop);
     void forget_lost_claims(store::ClaimStore& store);
     void follow_database_clock(std::chrono::microseconds offset);
@@ -166,8 +196,9 @@ private:
     // then goes without the audit key, and a targeted one tells the forwarder so in a header.
     // Every other untargeted run gets the audit key, so its release is copied to the audit.
     // Takes the run's body and properties: once published, only its identity is needed.
+    // A burst run goes to the release exchange itself.
     Message release_message(ClaimedRun& run, TimePoint now, std::size_t frame_max, unsigned lane,
-                            const std::optional<RunRef>& observed_with) const;
+                            const std::optional<RunRef>& observed_with, bool burst) const;
     // Release groups among runs about to be published in this order, from lane `first_lane`
     // on: the runs for one delay queue (a lane of the delay ladder, or a queue of the forward
     // ladder) with one due time. All but the last of each group are given the run they are
@@ -205,11 +236,20 @@ private:
     Schedule schedule_;
     std::size_t in_flight_ = 0;        // published, not yet confirmed
     std::size_t in_memory_bytes_ = 0;  // bodies and properties of scheduled and in-flight runs
+    std::size_t burst_runs_ = 0;       // of those, burst runs (counted in both)
+    std::size_t burst_bytes_ = 0;
+    // Claimer thread only: instants found to be bursts, until a horizon after they passed.
+    std::set<TimePoint> burst_instants_;
+    // Claimer thread only: the earliest burst instant with runs left in the store for lack of
+    // room; claims take no run due at or after it until it is a step away.
+    std::optional<TimePoint> burst_cut_;
     std::vector<HandedOverRun> confirmed_;
     std::chrono::steady_clock::time_point confirmed_since_{};  // the oldest in confirmed_
     // Claimed runs the broker refused or may not have received: the claimer gives them back to
     // the store at once, so that any instance claims them again (no in-flight run is leaked).
     std::vector<std::string> given_back_;
+    // Claimed runs of a burst the burst bounds could not hold: given back to the store with them.
+    std::vector<std::string> burst_deferred_;
     std::uint64_t schedule_generation_ = 0;  // bumped on every push: the publisher re-plans
     bool wake_requested_ = false;
     bool publisher_done_ = false;

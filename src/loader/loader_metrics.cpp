@@ -9,6 +9,10 @@ LoaderMetrics::LoaderMetrics(metrics::Registry& registry)
       runs_resent_(registry.add_counter(
           "hourglass_runs_resent_total",
           "Runs published again because their release was not observed (see --resend-after).")),
+      burst_runs_(registry.add_counter(
+          "hourglass_burst_runs_total",
+          "Runs of a burst (many due at one instant) published at their due time straight to the "
+          "release exchange rather than through a delay queue (see --max-burst-runs).")),
       handover_lateness_seconds_(registry.add_histogram(
           "hourglass_handover_lateness_seconds",
           "Publish time of a run into its delay queue minus the instant that releases it on time "

@@ -79,6 +79,40 @@ TEST_F(ReleaseGroups, a_hotspot_is_recorded_run_by_run_from_one_audit_copy_per_g
     EXPECT_EQ(client.queue_size(prefix_ + ".delay.audit").value_or(1), 0u);
 }
 
+// Burst release: the runs of an instant shared by many are held until their due time and
+// published straight to the release exchange, as many as --max-burst-runs allows; the rest wait
+// in the store until the instant and then go out the same way. None passes a delay queue (no
+// x-death), none is early, each arrives once, and all end done from a few audit copies.
+TEST_F(ReleaseGroups, a_burst_is_published_at_its_due_time_past_the_delay_queues_and_recorded) {
+    auto& process = start_hourglass({"--horizon", "5s", "--max-burst-runs", "600"});
+    Client client(amqp_url_);
+    client.subscribe(out_exchange(), "#");
+    constexpr int kJobs = 1500;
+    const auto due = now_ms() + 4s;
+    client.publish_all(scheduled_series("burst-", kJobs, due));
+
+    const auto received = client.drain(5500ms, 20s);
+    std::map<std::string, int> times;
+    for (const auto& r : received) {
+        const auto id = string_header(r.message, "x-hourglass-id");
+        ++times[id];
+        EXPECT_GE(r.received_at, due) << id << " early";
+        EXPECT_EQ(find_header(r.message.properties, "x-death"), nullptr)
+            << id << " went through a delay queue";
+        EXPECT_EQ(find_header(r.message.properties, "BCC"), nullptr);
+        EXPECT_EQ(r.message.routing_key, "jobs.test");
+    }
+    EXPECT_EQ(times.size(), static_cast<std::size_t>(kJobs)) << "lost";
+    EXPECT_EQ(received.size(), static_cast<std::size_t>(kJobs)) << "duplicated";
+    EXPECT_EQ(metric(process, "hourglass_burst_runs_total"), kJobs);
+    ASSERT_TRUE(eventually("SELECT count(*) FROM jobs WHERE state = 'done' AND released_at >= due_at "
+                           "AND lateness_ms >= 0 AND released_run = 1",
+                           std::to_string(kJobs), 15s))
+        << process.log_tail(30);
+    EXPECT_LT(metric(process, "hourglass_release_copies_total"), kJobs / 10)
+        << "one copy per publish batch of the burst";
+}
+
 // Targeted runs (x-hourglass-exchange) leave their forward delay queue in order too: the
 // forwarder copies the last of each group to the audit and the rest are recorded with it. The
 // loader's mark on the others never reaches the target.

@@ -1138,5 +1138,113 @@ TEST_F(LoaderTest, claims_no_more_bytes_than_its_memory_bound_has_left) {
                                       options());
 }
 
+
+// Burst release: the runs of one instant shared by many runs of a claim are held until their
+// due time and published straight to the release exchange (paced by the broker's credit flow,
+// where a flood dead-lettered by the delay queues has none), still in release groups. Runs of
+// other instants, recurring runs and targeted runs take the delay queues as before.
+TEST_F(LoaderTest, publishes_the_runs_of_a_burst_at_their_due_time_to_the_release_exchange) {
+    const auto due = in(1500ms);
+    for (int i = 0; i < 30; ++i) db.add("hot-" + std::to_string(100 + i), due);
+    db.add("alone", in(1400ms));
+    ClaimedRun recurring;
+    recurring.id = "recurring";
+    recurring.due_at = due;
+    recurring.cron = CronSpec{};
+    db.add(recurring);
+    db.add_targeted("targeted", due);
+    auto loader_options = options();
+    loader_options.topology.delay_lanes = 4;
+    loader_options.burst_min_runs = 10;
+    start(std::move(loader_options));
+    ASSERT_TRUE(eventually([&] { return db.handed_over() == 33; }));
+
+    const auto publishes = broker.publishes();
+    ASSERT_EQ(publishes.size(), 33u);
+    std::size_t copied = 0;
+    for (std::size_t i = 0; i < publishes.size(); ++i) {
+        const auto& publish = publishes[i];
+        const auto id = header_text(publish.message, header::kId);
+        if (!id.starts_with("hot-")) {
+            EXPECT_NE(publish.message.exchange, names.release) << id;
+            continue;
+        }
+        EXPECT_EQ(publish.message.exchange, names.release) << id;
+        EXPECT_EQ(publish.message.routing_key, "rk." + id);
+        EXPECT_GE(publish.at, due) << id << ": published before its due time";
+        EXPECT_LE(publish.at, due + 500ms) << id;  // loose: CI machines are busy
+        const bool observed_itself = !bcc_keys(publish.message).empty();
+        copied += observed_itself;
+        // Observed with a burst run published after it on this one channel.
+        const auto with = db.read([&](const FakeDatabase& d) { return d.rows.at(id).observed_with; });
+        EXPECT_EQ(with.has_value(), !observed_itself) << id;
+        if (with) {
+            const auto later = std::find_if(publishes.begin() + static_cast<long>(i) + 1, publishes.end(),
+                                            [&](const auto& p) { return header_text(p.message, header::kId) == with->id; });
+            ASSERT_NE(later, publishes.end()) << id;
+            EXPECT_EQ(later->message.exchange, names.release) << id;
+        }
+    }
+    // One copy per publish batch of the burst, not one per lane or per run.
+    EXPECT_GE(copied, 1u);
+    EXPECT_LE(copied, 3u);
+    EXPECT_EQ(metric("hourglass_burst_runs_total"), 30);
+}
+
+// The burst bounds hold what they allow; the rest of the burst stays in the store, unclaimed,
+// until its instant is a ladder step (1 s) away (claims stop short of it meanwhile), then it is
+// claimed and goes out at the instant. Every run is published once, none early, and each run
+// left in the store is given back once, not claimed and given back at every poll.
+TEST_F(LoaderTest, holds_no_more_burst_runs_than_allowed_and_claims_the_rest_a_step_before_their_instant) {
+    const auto due = in(2500ms);
+    for (int i = 0; i < 30; ++i) db.add("hot-" + std::to_string(100 + i), due);
+    db.add("before", in(1000ms));
+    auto loader_options = options();
+    loader_options.horizon = 3s;
+    loader_options.burst_min_runs = 10;
+    loader_options.max_burst_runs = 10;
+    start(std::move(loader_options));
+    const auto given_back = [&] { return db.read([](const FakeDatabase& d) { return d.released.size(); }); };
+    ASSERT_TRUE(eventually([&] { return given_back() >= 20; }));
+    db.add("zz-after", in(2700ms));  // within the horizon, but due after the burst
+    std::this_thread::sleep_for(300ms);
+    EXPECT_LT(clock(), due - 1s);
+    EXPECT_LE(loader->in_memory_runs(), 11u);  // 10 of the burst, and "before"
+    EXPECT_FALSE(db.claimed("zz-after")) << "claimed past a burst instant whose runs wait";
+    ASSERT_TRUE(eventually([&] { return db.handed_over() == 32; }));
+
+    const auto publishes = broker.publishes();
+    ASSERT_EQ(publishes.size(), 32u);
+    std::set<std::string> ids;
+    for (const auto& publish : publishes) {
+        const auto id = header_text(publish.message, header::kId);
+        EXPECT_TRUE(ids.insert(id).second) << id << " published twice";
+        if (id.starts_with("hot-")) {
+            EXPECT_EQ(publish.message.exchange, names.release) << id;
+            EXPECT_GE(publish.at, due) << id;
+            EXPECT_LE(publish.at, due + 500ms) << id;
+        } else {
+            const auto run_due = db.read([&](const FakeDatabase& d) { return d.rows.at(id).run.due_at; });
+            EXPECT_GE(released_at(publish), run_due) << id;
+        }
+    }
+    db.read([](const FakeDatabase& d) { EXPECT_EQ(d.released.size(), 20u); });
+    EXPECT_EQ(metric("hourglass_burst_runs_total"), 30);
+}
+
+TEST_F(LoaderTest, with_burst_release_off_every_run_of_a_burst_takes_the_delay_queues) {
+    const auto due = in(1500ms);
+    for (int i = 0; i < 30; ++i) db.add("hot-" + std::to_string(100 + i), due);
+    auto loader_options = options();
+    loader_options.burst_min_runs = 10;
+    loader_options.max_burst_runs = 0;
+    start(std::move(loader_options));
+    ASSERT_TRUE(eventually([&] { return db.handed_over() == 30; }));
+    for (const auto& publish : broker.publishes()) {
+        EXPECT_GE(released_at(publish), due);  // fails for a publish that is not to a delay queue
+    }
+    EXPECT_EQ(metric("hourglass_burst_runs_total"), 0);
+}
+
 }  // namespace
 }  // namespace hourglass::loader

@@ -117,8 +117,8 @@ void add_service_options(CLI::App& run, ServiceOptions& options) {
     run.add_option("--max-burst-runs", options.max_burst_runs,
                    "Runs of bursts (500 or more due at one instant) the loader may hold until "
                    "their due time and publish straight to the release exchange, on top of "
-                   "--max-in-memory-runs; the rest of a burst takes the delay queues "
-                   "(0 turns it off, 0-1000000, default 20000)")
+                   "--max-in-memory-runs; the rest of a burst waits in the database until a "
+                   "ladder step (1 s) before its instant (0 turns it off, 0-1000000, default 20000)")
         ->envname("HOURGLASS_MAX_BURST_RUNS")
         ->check(CLI::Range(std::size_t{0}, std::size_t{1000000}));
     run.add_option("--delay-lanes", options.delay_lanes,

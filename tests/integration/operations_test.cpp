@@ -532,6 +532,8 @@ TEST_F(Operations, option_values_out_of_bounds_are_usage_errors_naming_the_optio
         {{"--delay-lanes", "17"}, "--delay-lanes: Value 17 not in range 1 to 16"},
         {{"--max-in-memory-runs", "999"},
          "--max-in-memory-runs: Value 999 not in range 1000 to 1000000"},
+        {{"--max-burst-runs", "1000001"},
+         "--max-burst-runs: Value 1000001 not in range 0 to 1000000"},
     };
     for (const auto& [options, expected] : cases) {
         auto arguments = options;

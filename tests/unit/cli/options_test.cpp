@@ -117,6 +117,7 @@ ServiceOptions custom_options() {
     options.max_body = 4096;
     options.no_audit = true;
     options.max_in_memory_runs = 30000;
+    options.max_burst_runs = 5000;
     return options;
 }
 
@@ -149,6 +150,7 @@ TEST(ServiceOptions, loader_gets_horizon_lease_topology_and_a_unique_owner) {
     EXPECT_EQ(loader.amqp.url, options.amqp_url);
     EXPECT_EQ(loader.store.schema, "acme_jobs");
     EXPECT_EQ(loader.max_in_memory_runs, 30000u);
+    EXPECT_EQ(loader.max_burst_runs, 5000u);
     EXPECT_THAT(loader.owner, HasSubstr(":" + std::to_string(getpid()) + ":"));
     EXPECT_NE(loader.owner, options.loader().owner) << "two loaders must not share a lease owner";
 }
@@ -170,6 +172,7 @@ TEST(ServiceOptions, defaults_match_the_spec) {
     EXPECT_TRUE(loader.topology.audit);
     EXPECT_EQ(loader.resend_after, Milliseconds{60000});
     EXPECT_EQ(loader.max_in_memory_runs, 30000u) << "a 5 s horizon carries a 100,000 hotspot";
+    EXPECT_EQ(loader.max_burst_runs, 20000u) << "bursts published past the delay queues";
     EXPECT_EQ(loader.realtime_publisher, RealtimeMode::automatic)
         << "the publisher asks for real-time scheduling unless told not to";
 }

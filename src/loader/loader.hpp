@@ -156,7 +156,8 @@ private:
         // A run of a burst: published at its due time straight to the release exchange.
         bool burst = false;
         // A burst run held ahead of its due time, counted against the burst bounds rather than
-        // the others (a burst run claimed once due goes at once, within the others).
+        // the others (one claimed within a ladder step of its due time counts against the
+        // others, as any run held that long before its publish).
         bool burst_held = false;
     };
     // The runs waiting for their publish instant, earliest first. A heap over a vector rather

@@ -116,7 +116,8 @@ void add_service_options(CLI::App& run, ServiceOptions& options) {
         ->check(CLI::Range(std::size_t{1000}, std::size_t{1000000}));
     run.add_option("--max-burst-runs", options.max_burst_runs,
                    "Runs of bursts (500 or more due at one instant) the loader may hold until "
-                   "their due time and publish straight to the release exchange, on top of "
+                   "their due time and publish straight to the release exchange (or the "
+                   "forward queue, for runs with a target), on top of "
                    "--max-in-memory-runs; the rest of a burst waits in the database until a "
                    "ladder step (1 s) before its instant (0 turns it off, 0-1000000, default 20000)")
         ->envname("HOURGLASS_MAX_BURST_RUNS")

@@ -202,9 +202,9 @@ void Loader::schedule(std::vector<ClaimedRun> runs) {
 
 void Loader::mark_bursts(std::vector<Scheduled>& scheduled, TimePoint now) {
     if (options_.max_burst_runs == 0) return;
-    // Only one-shot runs for the output: a recurring run's row moves on at its confirm, and a
-    // targeted run is forwarded by the forwarder, which consumes a queue of its own.
-    const auto eligible = [](const ClaimedRun& run) { return run.exchange.empty() && !run.cron; };
+    // Only one-shot runs: a recurring run's row moves on at its confirm. A targeted run of a
+    // burst goes to the forward queue at its due time, as its forward delay queue would send it.
+    const auto eligible = [](const ClaimedRun& run) { return !run.cron; };
     // Kept a horizon after the instant: the runs of a burst claimed late go the same way.
     std::erase_if(burst_instants_, [&](TimePoint instant) { return instant < now - options_.horizon; });
     std::map<TimePoint, std::size_t> per_instant;
@@ -598,8 +598,8 @@ void Loader::group_releases(std::vector<Scheduled>& batch, TimePoint now, unsign
     if (!options_.releases_observed) return;
     const auto lanes = options_.topology.delay_lanes;
     // Walked from the last publish back: the first run met for a (queue, due time) is its last.
-    // A queue: (targeted, burst, TTL, lane); burst runs all go to the release exchange, in the
-    // order of this one channel.
+    // A queue: (targeted, burst, TTL, lane); burst runs all go to the release exchange, or the
+    // forward queue if targeted, in the order of this one channel.
     std::map<std::tuple<bool, bool, Milliseconds, unsigned, TimePoint>, RunRef> last_of_group;
     for (auto i = batch.size(); i-- > 0;) {
         auto& scheduled = batch[i];
@@ -631,15 +631,14 @@ Message Loader::release_message(ClaimedRun& run, TimePoint now, std::size_t fram
     set_header(message.properties, std::string(header::kId), run.id);
     set_header(message.properties, std::string(header::kDue), format_rfc3339_ms(run.due_at));
     set_header(message.properties, std::string(header::kRun), static_cast<std::int64_t>(run.run));
-    if (burst) {
-        // Published at its due time: the release exchange routes it at once, as a delay queue
-        // would when its TTL expires.
-        message.exchange = options_.topology.names.release;
-    } else if (run.exchange.empty()) {
-        message.exchange = options_.topology.names.delay(ttl, lane);
+    // A burst run is published at its due time into the exchange its delay queue dead-letters
+    // into, which routes it at once, as the queue would when its TTL expires.
+    const auto& names = options_.topology.names;
+    if (run.exchange.empty()) {
+        message.exchange = burst ? names.release : names.delay(ttl, lane);
     } else {
         // The forwarder reads the target from this header and removes it before the release.
-        message.exchange = options_.topology.names.forward_delay(ttl);
+        message.exchange = burst ? names.forward : names.forward_delay(ttl);
         set_header(message.properties, std::string(header::kExchange), run.exchange);
         // The forwarder copies every targeted release to the audit but those it is told the
         // audit observes with another run (and removes this header too). Ingest strips
@@ -652,8 +651,7 @@ Message Loader::release_message(ClaimedRun& run, TimePoint now, std::size_t fram
     }
     if (options_.releases_observed && !observed_with && run.exchange.empty()) {
         // RabbitMQ routes with BCC keys (also when it dead-letters) and strips the header.
-        set_header(message.properties, "BCC",
-                   FieldArray{FieldValue{options_.topology.names.audit_key}});
+        set_header(message.properties, "BCC", FieldArray{FieldValue{names.audit_key}});
     }
     // Ingest refuses jobs whose release would not fit a frame; a row stored before that check,
     // or edited by hand, is still released rather than failing every publish (reference §4).

@@ -12,7 +12,8 @@
 //    records one batch while the claimer claims the next;
 //  - the publisher (RabbitMQ) publishes each run at `due - ttl` into the TTL queue chosen by
 //    the DelayLadder, turning through the rung's lanes, with a bounded window of unconfirmed
-//    publishes; a burst run at `due` to the release exchange (kDefaultMaxBurstRuns).
+//    publishes; a burst run at `due` to the release exchange or the forward queue
+//    (kDefaultMaxBurstRuns).
 //  - the heartbeat (PostgreSQL) keeps this instance's claims alive (live leases, reference §6; see
 //    lease_keeper.hpp) and gives back the claims of instances that stopped beating.
 // wake() makes the claimer look at once (another instance's claims to take over); wake_for(due)
@@ -59,9 +60,10 @@ inline constexpr std::size_t kDefaultMaxInMemoryRuns = 30000;
 // expires its share at once, and a consumer's queue that receives such a flood faster than it
 // delivers falls behind for the whole burst (three times slower on RabbitMQ 4.3 than on 3.10;
 // docs/benchmarks.md). The loader's own publishes to that queue are paced by the broker's
-// credit flow instead. So the runs of an instant shared by at least kBurstMinRuns runs of one
-// claim (a hotspot, a popular cron minute) are held in memory until their due time and
-// published straight to the release exchange, up to --max-burst-runs of them and
+// credit flow instead. So the one-shot runs of an instant shared by at least kBurstMinRuns
+// one-shot runs of one claim (a hotspot) are held in memory until their due time and
+// published straight to the release exchange (targeted runs: to the forward queue, whose
+// forwarder then publishes them to their targets), up to --max-burst-runs of them and
 // kMaxBurstBytes of their bodies and properties, on top of the bounds above. The rest of a
 // burst stays in the store until a ladder step before its instant: part of a burst through
 // the delay queues floods the consumer's queue as much as all of it. 100,000 due at one
@@ -153,7 +155,8 @@ private:
         std::size_t bytes = 0;  // body and properties, counted in in_memory_bytes_ until confirmed
         // Set at publish for a run of a release group other than its last (see group_releases).
         std::optional<RunRef> observed_with;
-        // A run of a burst: published at its due time straight to the release exchange.
+        // A run of a burst: published at its due time straight to the release exchange (the
+        // forward queue's exchange if targeted).
         bool burst = false;
         // A burst run held ahead of its due time, counted against the burst bounds rather than
         // the others (one claimed within a ladder step of its due time counts against the
@@ -199,7 +202,8 @@ private:
     // then goes without the audit key, and a targeted one tells the forwarder so in a header.
     // Every other untargeted run gets the audit key, so its release is copied to the audit.
     // Takes the run's body and properties: once published, only its identity is needed.
-    // A burst run goes to the release exchange itself.
+    // A burst run goes to the exchange its delay queue dead-letters into: the release exchange,
+    // or the forward queue's exchange for a targeted run.
     Message release_message(ClaimedRun& run, TimePoint now, std::size_t frame_max, unsigned lane,
                             const std::optional<RunRef>& observed_with, bool burst) const;
     // Release groups among runs about to be published in this order, from lane `first_lane`

@@ -12,7 +12,8 @@ LoaderMetrics::LoaderMetrics(metrics::Registry& registry)
       burst_runs_(registry.add_counter(
           "hourglass_burst_runs_total",
           "Runs of a burst (many due at one instant) published at their due time straight to the "
-          "release exchange rather than through a delay queue (see --max-burst-runs).")),
+          "release exchange or the forward queue rather than through a delay queue (see "
+          "--max-burst-runs).")),
       handover_lateness_seconds_(registry.add_histogram(
           "hourglass_handover_lateness_seconds",
           "Publish time of a run into its delay queue minus the instant that releases it on time "

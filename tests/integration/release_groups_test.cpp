@@ -155,13 +155,52 @@ TEST_F(ReleaseGroups, a_targeted_hotspot_is_recorded_run_by_run_from_one_audit_c
     EXPECT_EQ(client.queue_size(prefix_ + ".delay.forward").value_or(1), 0u);
 }
 
+// A burst of targeted runs (the delayed-message plugin's path) goes past the forward ladder: held
+// until its due time, published into the forward queue, and forwarded to its target from there.
+// Each arrives once, on time, without x-death or hourglass's own control headers, and all end
+// done from one audit copy per publish batch.
+TEST_F(ReleaseGroups, a_targeted_burst_is_forwarded_at_its_due_time_past_the_forward_ladder) {
+    Client client(amqp_url_);
+    const auto target = user_target(client, "burst");
+    // A horizon shorter than the lead, as above: the first claim sees the whole burst.
+    auto& process = start_hourglass(allowing_user_targets({"--horizon", "2s", "--max-burst-runs", "600"}));
+    constexpr int kJobs = 1500;
+    const auto due = now_ms() + 4s;
+    client.publish_all(targeted_series("burst-", kJobs, due, target));
+
+    const auto received = client.drain(5500ms, 30s);
+    client.connection().delete_exchange(2, target);
+    std::map<std::string, int> times;
+    for (const auto& r : received) {
+        const auto id = string_header(r.message, "x-hourglass-id");
+        ++times[id];
+        EXPECT_GE(r.received_at, due) << id << " early";
+        EXPECT_EQ(find_header(r.message.properties, "x-death"), nullptr)
+            << id << " went through a delay queue";
+        EXPECT_EQ(find_header(r.message.properties, "x-hourglass-exchange"), nullptr) << id;
+        EXPECT_EQ(find_header(r.message.properties, "x-hourglass-observed-with"), nullptr) << id;
+        EXPECT_EQ(r.message.routing_key, "jobs.test");
+    }
+    EXPECT_EQ(times.size(), static_cast<std::size_t>(kJobs)) << "lost";
+    EXPECT_EQ(received.size(), static_cast<std::size_t>(kJobs)) << "duplicated";
+    EXPECT_EQ(metric(process, "hourglass_burst_runs_total"), kJobs);
+    ASSERT_TRUE(eventually("SELECT count(*) FROM jobs WHERE state = 'done' AND released_at >= due_at "
+                           "AND lateness_ms >= 0 AND released_run = 1",
+                           std::to_string(kJobs), 15s))
+        << process.log_tail(30);
+    EXPECT_LT(metric(process, "hourglass_release_copies_total"), kJobs / 10)
+        << "one copy per publish batch of the burst";
+    EXPECT_EQ(client.queue_size(prefix_ + ".delay.forward").value_or(1), 0u);
+}
+
 // Two instances' forwarders share the forward queue, which hands them its runs in turn, so a
 // group's last run may be forwarded, and the group recorded, by one while the other still holds
 // earlier runs of it. Those reach the target all the same, once, and every run ends done.
 TEST_F(ReleaseGroups, a_targeted_group_split_between_two_forwarders_is_delivered_and_recorded) {
     Client client(amqp_url_);
     const auto target = user_target(client, "split");
-    const auto flags = allowing_user_targets({"--horizon", "4s"});
+    // Through the forward ladder: a claim of 500 or more would be a burst (covered above).
+    const auto flags = allowing_user_targets({"--horizon", "4s", "--max-burst-runs", "0"});
     auto& first = start_hourglass(flags);
     auto& second = start_hourglass(flags);
     constexpr int kJobs = 600;

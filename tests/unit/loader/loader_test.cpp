@@ -1142,7 +1142,8 @@ TEST_F(LoaderTest, claims_no_more_bytes_than_its_memory_bound_has_left) {
 // Burst release: the runs of one instant shared by many runs of a claim are held until their
 // due time and published straight to the release exchange (paced by the broker's credit flow,
 // where a flood dead-lettered by the delay queues has none), still in release groups. Runs of
-// other instants, recurring runs and targeted runs take the delay queues as before.
+// other instants and recurring runs take the delay queues as before; a targeted run of the
+// instant goes to the forward queue (below).
 TEST_F(LoaderTest, publishes_the_runs_of_a_burst_at_their_due_time_to_the_release_exchange) {
     const auto due = in(1500ms);
     for (int i = 0; i < 30; ++i) db.add("hot-" + std::to_string(100 + i), due);
@@ -1165,6 +1166,10 @@ TEST_F(LoaderTest, publishes_the_runs_of_a_burst_at_their_due_time_to_the_releas
     for (std::size_t i = 0; i < publishes.size(); ++i) {
         const auto& publish = publishes[i];
         const auto id = header_text(publish.message, header::kId);
+        if (id == "targeted") {
+            EXPECT_EQ(publish.message.exchange, names.forward);
+            EXPECT_GE(publish.at, due) << "published before its due time";
+        }
         if (!id.starts_with("hot-")) {
             EXPECT_NE(publish.message.exchange, names.release) << id;
             continue;
@@ -1188,7 +1193,7 @@ TEST_F(LoaderTest, publishes_the_runs_of_a_burst_at_their_due_time_to_the_releas
     // One copy per publish batch of the burst, not one per lane or per run.
     EXPECT_GE(copied, 1u);
     EXPECT_LE(copied, 3u);
-    EXPECT_EQ(metric("hourglass_burst_runs_total"), 30);
+    EXPECT_EQ(metric("hourglass_burst_runs_total"), 31);  // the targeted run too
 }
 
 // The burst bounds hold what they allow; the rest of the burst stays in the store, unclaimed,
@@ -1230,6 +1235,55 @@ TEST_F(LoaderTest, holds_no_more_burst_runs_than_allowed_and_claims_the_rest_a_s
     }
     db.read([](const FakeDatabase& d) { EXPECT_EQ(d.released.size(), 20u); });
     EXPECT_EQ(metric("hourglass_burst_runs_total"), 30);
+}
+
+// A burst of targeted runs (the delayed-message plugin's path: x-hourglass-exchange) skips the
+// forward ladder the same way: each run is published at its due time into the forward queue,
+// which its forward delay queue dead-letters into, with its target for the forwarder, and in
+// release groups: all but the last run of a group tell the forwarder to take no audit copy.
+// No untargeted run of the instant shares a group with them (they go elsewhere).
+TEST_F(LoaderTest, publishes_a_burst_of_targeted_runs_at_their_due_time_to_the_forward_queue) {
+    const auto due = in(1500ms);
+    for (int i = 0; i < 30; ++i) db.add_targeted("hot-" + std::to_string(100 + i), due);
+    for (int i = 0; i < 5; ++i) db.add("plain-" + std::to_string(i), due);
+    auto loader_options = options();
+    loader_options.burst_min_runs = 10;
+    start(std::move(loader_options));
+    ASSERT_TRUE(eventually([&] { return db.handed_over() == 35; }));
+
+    const auto publishes = broker.publishes();
+    ASSERT_EQ(publishes.size(), 35u);
+    std::size_t last_of_group = 0;
+    for (std::size_t i = 0; i < publishes.size(); ++i) {
+        const auto& message = publishes[i].message;
+        const auto id = header_text(message, header::kId);
+        EXPECT_GE(publishes[i].at, due) << id << ": published before its due time";
+        EXPECT_LE(publishes[i].at, due + 500ms) << id;  // loose: CI machines are busy
+        if (id.starts_with("plain-")) {
+            EXPECT_EQ(message.exchange, names.release) << id;
+            EXPECT_TRUE(find_header(message.properties, header::kObservedWith) == nullptr) << id;
+            continue;
+        }
+        EXPECT_EQ(message.exchange, names.forward) << id;
+        EXPECT_EQ(header_text(message, header::kExchange), "user.exchange") << id;
+        EXPECT_TRUE(bcc_keys(message).empty()) << id << ": the forwarder copies targeted runs";
+        const auto with = db.read([&](const FakeDatabase& d) { return d.rows.at(id).observed_with; });
+        const auto* mark = find_header(message.properties, header::kObservedWith);
+        ASSERT_EQ(mark != nullptr, with.has_value()) << id;
+        if (!with) {
+            ++last_of_group;
+            continue;
+        }
+        EXPECT_EQ(std::get<std::string>(mark->value), with->id) << id;
+        const auto later = std::find_if(publishes.begin() + static_cast<long>(i) + 1, publishes.end(),
+                                        [&](const auto& p) { return header_text(p.message, header::kId) == with->id; });
+        ASSERT_NE(later, publishes.end()) << id << " observed with a run published before it";
+        EXPECT_EQ(later->message.exchange, names.forward) << id;
+    }
+    // One audit copy per publish batch of the burst, not one per run.
+    EXPECT_GE(last_of_group, 1u);
+    EXPECT_LE(last_of_group, 3u);
+    EXPECT_EQ(metric("hourglass_burst_runs_total"), 35);
 }
 
 TEST_F(LoaderTest, with_burst_release_off_every_run_of_a_burst_takes_the_delay_queues) {

@@ -206,13 +206,24 @@ void Loader::mark_bursts(std::vector<Scheduled>& scheduled, TimePoint now) {
     // burst goes to the forward queue at its due time, as its forward delay queue would send it.
     const auto eligible = [](const ClaimedRun& run) { return !run.cron; };
     // Kept a horizon after the instant: the runs of a burst claimed late go the same way.
-    std::erase_if(burst_instants_, [&](TimePoint instant) { return instant < now - options_.horizon; });
+    const auto passed = [&](TimePoint instant) { return instant < now - options_.horizon; };
+    std::erase_if(burst_instants_, passed);
+    std::erase_if(shared_instants_, [&](const auto& counted) { return passed(counted.first); });
     std::map<TimePoint, std::size_t> per_instant;
     for (const auto& entry : scheduled) {
         if (eligible(*entry.run)) ++per_instant[entry.run->due_at];
     }
+    // A burst whose runs come into the horizon over several claims (a hotspot scheduled within
+    // the horizon, at a pace) counts them all: its later runs go out as a burst. Only instants
+    // shared by runs of one claim are counted, so runs due at distinct instants (a steady
+    // load) take no room, and at most kMaxSharedInstants are.
     for (const auto& [instant, runs] : per_instant) {
-        if (runs >= options_.burst_min_runs) burst_instants_.insert(instant);
+        auto counted = shared_instants_.find(instant);
+        if (counted == shared_instants_.end() && runs > 1 && shared_instants_.size() < kMaxSharedInstants) {
+            counted = shared_instants_.emplace(instant, 0).first;
+        }
+        const auto total = counted == shared_instants_.end() ? runs : (counted->second += runs);
+        if (total >= options_.burst_min_runs) burst_instants_.insert(instant);
     }
     std::erase_if(scheduled, [&](Scheduled& entry) {
         const auto& run = *entry.run;

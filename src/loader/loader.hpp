@@ -24,6 +24,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <future>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -61,9 +62,10 @@ inline constexpr std::size_t kDefaultMaxInMemoryRuns = 30000;
 // delivers falls behind for the whole burst (three times slower on RabbitMQ 4.3 than on 3.10;
 // docs/benchmarks.md). The loader's own publishes to that queue are paced by the broker's
 // credit flow instead. So the one-shot runs of an instant shared by at least kBurstMinRuns
-// one-shot runs of one claim (a hotspot) are held in memory until their due time and
-// published straight to the release exchange (targeted runs: to the forward queue, whose
-// forwarder then publishes them to their targets), up to --max-burst-runs of them and
+// one-shot runs, claimed at once or over several claims (a hotspot), are held in memory until
+// their due time and published straight to the release exchange (targeted runs: to the
+// forward queue, whose forwarder then publishes them to their targets), up to
+// --max-burst-runs of them and
 // kMaxBurstBytes of their bodies and properties, on top of the bounds above. The rest of a
 // burst stays in the store until a ladder step before its instant: part of a burst through
 // the delay queues floods the consumer's queue as much as all of it. 100,000 due at one
@@ -72,6 +74,9 @@ inline constexpr std::size_t kDefaultMaxInMemoryRuns = 30000;
 inline constexpr std::size_t kDefaultMaxBurstRuns = 20000;
 inline constexpr std::size_t kMaxBurstBytes = 16u << 20;
 inline constexpr std::size_t kBurstMinRuns = 500;
+// Instants whose runs a burst may be counted over several claims (a hotspot scheduled within
+// the horizon): under 1 MB, far more instants than a horizon holds bursts.
+inline constexpr std::size_t kMaxSharedInstants = 10000;
 
 struct LoaderOptions {
     amqp::ConnectionOptions amqp;
@@ -185,7 +190,9 @@ private:
     // Takes a run off the memory bounds (mutex_ held): confirmed, given back or forgotten.
     void forget_held(const Scheduled& scheduled);
     // Makes the runs of a burst among a claim's runs burst runs (mutex_ held): held until their
-    // due time, then published to the release exchange. The runs of a burst that the burst
+    // due time, then published to the release exchange. An instant is a burst once this claim,
+    // or the claims since its first shared runs (shared_instants_), hold kBurstMinRuns of its
+    // runs; runs claimed before that took the delay queues. The runs of a burst that the burst
     // bounds cannot hold go back to the store, and claims stop short of that instant until it
     // is a ladder step away (burst_cut_): then they are claimed within the others' bounds.
     void mark_bursts(std::vector<Scheduled>& scheduled, TimePoint now);
@@ -247,6 +254,9 @@ private:
     std::size_t burst_bytes_ = 0;
     // Claimer thread only: instants found to be bursts, until a horizon after they passed.
     std::set<TimePoint> burst_instants_;
+    // Claimer thread only: one-shot runs claimed so far per instant shared by runs of a claim,
+    // until a horizon after it passed (mark_bursts).
+    std::map<TimePoint, std::size_t> shared_instants_;
     // Claimer thread only: the earliest burst instant with runs left in the store for lack of
     // room; claims take no run due at or after it until it is a step away.
     std::optional<TimePoint> burst_cut_;

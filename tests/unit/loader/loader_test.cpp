@@ -1286,6 +1286,43 @@ TEST_F(LoaderTest, publishes_a_burst_of_targeted_runs_at_their_due_time_to_the_f
     EXPECT_EQ(metric("hourglass_burst_runs_total"), 35);
 }
 
+// A hotspot scheduled within the horizon comes into it over several claims, none of which holds
+// enough of its runs to be a burst alone: the runs claimed so far count, so once they reach the
+// bound the instant is a burst, and the runs claimed from then on go out as one. Those claimed
+// before took the delay queues.
+TEST_F(LoaderTest, counts_a_burst_over_the_claims_that_bring_its_runs_into_the_horizon) {
+    const auto due = in(2500ms);
+    auto loader_options = options();
+    loader_options.horizon = 3s;
+    loader_options.burst_min_runs = 10;
+    start(std::move(loader_options));
+    for (int wave = 0; wave < 3; ++wave) {
+        std::vector<std::string> ids;
+        for (int i = 0; i < 6; ++i) {
+            ids.push_back("wave" + std::to_string(wave) + "-" + std::to_string(i));
+            db.add(ids.back(), due);
+        }
+        ASSERT_TRUE(eventually([&] {
+            return std::all_of(ids.begin(), ids.end(), [&](const auto& id) {
+                return db.claimed(id) || db.read([&](const FakeDatabase& d) { return d.rows.at(id).handed_over; });
+            });
+        }));
+    }
+    ASSERT_LT(clock(), due - 1s) << "the waves took too long to tell bursts from the rest";
+    ASSERT_TRUE(eventually([&] { return db.handed_over() == 18; }));
+
+    for (const auto& publish : broker.publishes()) {
+        const auto id = header_text(publish.message, header::kId);
+        if (id.starts_with("wave0-")) {
+            EXPECT_GE(released_at(publish), due) << id;  // fails for a publish not to a delay queue
+        } else {
+            EXPECT_EQ(publish.message.exchange, names.release) << id << " was not taken for a burst";
+            EXPECT_GE(publish.at, due) << id;
+        }
+    }
+    EXPECT_EQ(metric("hourglass_burst_runs_total"), 12);
+}
+
 TEST_F(LoaderTest, with_burst_release_off_every_run_of_a_burst_takes_the_delay_queues) {
     const auto due = in(1500ms);
     for (int i = 0; i < 30; ++i) db.add("hot-" + std::to_string(100 + i), due);

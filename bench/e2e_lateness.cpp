@@ -5,9 +5,10 @@
 //
 // --pattern steady   --rate jobs/s for --duration s, each due --min-delay..--max-delay ms after
 //                    its publish (x-delay)
-// --pattern hotspot  --jobs jobs published as fast as the broker takes them, all due at one
-//                    instant --lead ms after the start (x-schedule-at, epoch ms); reports the
-//                    drain rate and how many were released within --within s of the instant
+// --pattern hotspot  --jobs jobs published as fast as the broker takes them (or at most
+//                    --publish-rate a second), all due at one instant --lead ms after the start
+//                    (x-schedule-at, epoch ms); reports the drain rate and how many were
+//                    released within --within s of the instant
 //
 // --mode hourglass   jobs go through hourglass (publish to <prefix>.in)
 // --mode baseline    the broker's own limit: the driver itself holds each message until
@@ -55,6 +56,7 @@ struct Settings {
     std::string prefix = "hourglass";
     std::string scenario = "steady";
     double rate = 1000;
+    double publish_rate = 0;  // hotspot: jobs a second at most, 0 = unpaced
     double duration_s = 60;
     std::int64_t min_delay_ms = 5000;
     std::int64_t max_delay_ms = 90000;
@@ -205,6 +207,9 @@ int main(int argc, char** argv) {
     app.add_option("--jobs", s.jobs, "hotspot: number of jobs");
     app.add_option("--lead", s.lead_ms, "hotspot: ms from the start to the instant all are due");
     app.add_option("--within", s.within_s, "hotspot: target, seconds after the instant");
+    app.add_option("--publish-rate", s.publish_rate,
+                   "hotspot: publish at most this many jobs a second (0: as fast as the broker "
+                   "takes them), e.g. a hotspot scheduled within the horizon over its lead");
     app.add_option("--baseline-ttl", s.baseline_ttl_ms, "baseline: the TTL queue's x-message-ttl");
     app.add_option("--chunk", s.chunk, "publishes per wait for confirms");
     app.add_option("--queues", s.queues,
@@ -307,7 +312,12 @@ int main(int argc, char** argv) {
         while (sent < total || !held.empty()) {
             batch.clear();
             if (hotspot) {
-                while (sent < total && batch.size() < s.chunk && held.size() < total) make(sent++);
+                // --publish-rate: no more than that many jobs a second so far.
+                const auto may_send = s.publish_rate > 0
+                    ? std::min<std::size_t>(total, static_cast<std::size_t>(seconds_between(
+                          start_steady, std::chrono::steady_clock::now()) * s.publish_rate) + 1)
+                    : total;
+                while (sent < may_send && batch.size() < s.chunk && held.size() < total) make(sent++);
             } else {
                 const auto should_have_sent = std::min<std::size_t>(
                     total,
@@ -332,8 +342,9 @@ int main(int argc, char** argv) {
                 publish_s = seconds_between(start_steady, std::chrono::steady_clock::now());
                 all_made_noted = true;
             }
-            if (!hotspot || (sent == total && (held.empty() || held.top().first > now_ms()))) {
-                std::this_thread::sleep_for(hotspot ? 200us : 1ms);
+            const bool paced = hotspot && s.publish_rate > 0 && sent < total;
+            if (!hotspot || paced || (sent == total && (held.empty() || held.top().first > now_ms()))) {
+                std::this_thread::sleep_for(hotspot && !paced ? 200us : 1ms);
             }
         }
         if (!all_made_noted)
@@ -430,6 +441,7 @@ int main(int argc, char** argv) {
         result["release_span_s"] = span_s;
         result["drain_rate_per_s"] = span_s > 0 ? static_cast<double>(seen.size()) / span_s : 0.0;
         result["baseline_ttl_ms"] = baseline ? s.baseline_ttl_ms : 0;
+        if (s.publish_rate > 0) result["publish_rate_per_s"] = s.publish_rate;
         if (handover_start && handover_end) {
             const double handover_s = seconds_between(*handover_start, *handover_end);
             result["handed_over_span_s"] = handover_s;

@@ -206,9 +206,8 @@ void Loader::mark_bursts(std::vector<Scheduled>& scheduled, TimePoint now) {
     // burst goes to the forward queue at its due time, as its forward delay queue would send it.
     const auto eligible = [](const ClaimedRun& run) { return !run.cron; };
     // Kept a horizon after the instant: the runs of a burst claimed late go the same way.
-    const auto passed = [&](TimePoint instant) { return instant < now - options_.horizon; };
-    std::erase_if(burst_instants_, passed);
-    std::erase_if(shared_instants_, [&](const auto& counted) { return passed(counted.first); });
+    std::erase_if(burst_instants_, [&](TimePoint instant) { return instant < now - options_.horizon; });
+    std::erase_if(shared_instants_, [&](const auto& counted) { return counted.first < now; });
     std::map<TimePoint, std::size_t> per_instant;
     for (const auto& entry : scheduled) {
         if (eligible(*entry.run)) ++per_instant[entry.run->due_at];
@@ -216,7 +215,8 @@ void Loader::mark_bursts(std::vector<Scheduled>& scheduled, TimePoint now) {
     // A burst whose runs come into the horizon over several claims (a hotspot scheduled within
     // the horizon, at a pace) counts them all: its later runs go out as a burst. Only instants
     // shared by runs of one claim are counted, so runs due at distinct instants (a steady
-    // load) take no room, and at most kMaxSharedInstants are.
+    // load) take no room, and at most kMaxSharedInstants are (beyond them, an instant is a
+    // burst by one claim's runs alone, as before).
     for (const auto& [instant, runs] : per_instant) {
         auto counted = shared_instants_.find(instant);
         if (counted == shared_instants_.end() && runs > 1 && shared_instants_.size() < kMaxSharedInstants) {

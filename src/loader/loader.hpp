@@ -65,12 +65,11 @@ inline constexpr std::size_t kDefaultMaxInMemoryRuns = 30000;
 // one-shot runs, claimed at once or over several claims (a hotspot), are held in memory until
 // their due time and published straight to the release exchange (targeted runs: to the
 // forward queue, whose forwarder then publishes them to their targets), up to
-// --max-burst-runs of them and
-// kMaxBurstBytes of their bodies and properties, on top of the bounds above. The rest of a
-// burst stays in the store until a ladder step before its instant: part of a burst through
-// the delay queues floods the consumer's queue as much as all of it. 100,000 due at one
-// instant drained in 5.02 s against 7.40 s through the delay queues on RabbitMQ 4.3.6
-// (medians, docs/benchmarks.md "Burst release").
+// --max-burst-runs of them and kMaxBurstBytes of their bodies and properties, on top of the
+// bounds above. The rest of a burst stays in the store until a ladder step before its
+// instant: part of a burst through the delay queues floods the consumer's queue as much as
+// all of it. 100,000 due at one instant drained in 5.02 s against 7.40 s through the delay
+// queues on RabbitMQ 4.3.6 (medians, docs/benchmarks.md "Burst release").
 inline constexpr std::size_t kDefaultMaxBurstRuns = 20000;
 inline constexpr std::size_t kMaxBurstBytes = 16u << 20;
 inline constexpr std::size_t kBurstMinRuns = 500;
@@ -255,7 +254,7 @@ private:
     // Claimer thread only: instants found to be bursts, until a horizon after they passed.
     std::set<TimePoint> burst_instants_;
     // Claimer thread only: one-shot runs claimed so far per instant shared by runs of a claim,
-    // until a horizon after it passed (mark_bursts).
+    // until the instant passed (mark_bursts).
     std::map<TimePoint, std::size_t> shared_instants_;
     // Claimer thread only: the earliest burst instant with runs left in the store for lack of
     // room; claims take no run due at or after it until it is a step away.

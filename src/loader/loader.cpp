@@ -202,16 +202,15 @@ void Loader::schedule(std::vector<ClaimedRun> runs) {
 
 void Loader::mark_bursts(std::vector<Scheduled>& scheduled, TimePoint now) {
     if (options_.max_burst_runs == 0) return;
-    // Only one-shot runs: a recurring run's row moves on at its confirm. A targeted run of a
-    // burst goes to the forward queue at its due time, as its forward delay queue would send it.
-    const auto eligible = [](const ClaimedRun& run) { return !run.cron; };
+    // Every run counts: a recurring run of a burst (a popular cron minute) moves its row on to
+    // the next run at its confirm, at the instant, as a one-shot run's ends `enqueued` then. A
+    // targeted run of a burst goes to the forward queue at its due time, as its forward delay
+    // queue would send it.
     // Kept a horizon after the instant: the runs of a burst claimed late go the same way.
     std::erase_if(burst_instants_, [&](TimePoint instant) { return instant < now - options_.horizon; });
     std::erase_if(shared_instants_, [&](const auto& counted) { return counted.first < now; });
     std::map<TimePoint, std::size_t> per_instant;
-    for (const auto& entry : scheduled) {
-        if (eligible(*entry.run)) ++per_instant[entry.run->due_at];
-    }
+    for (const auto& entry : scheduled) ++per_instant[entry.run->due_at];
     // A burst whose runs come into the horizon over several claims (a hotspot scheduled within
     // the horizon, at a pace) counts them all: its later runs go out as a burst. Only instants
     // shared by runs of one claim are counted, so runs due at distinct instants (a steady
@@ -227,7 +226,7 @@ void Loader::mark_bursts(std::vector<Scheduled>& scheduled, TimePoint now) {
     }
     std::erase_if(scheduled, [&](Scheduled& entry) {
         const auto& run = *entry.run;
-        if (!eligible(run) || !burst_instants_.contains(run.due_at)) return false;
+        if (!burst_instants_.contains(run.due_at)) return false;
         entry.burst = true;
         entry.publish_at = run.due_at;
         // Within a step of its due time it is held no longer than any run published into a

@@ -61,8 +61,8 @@ inline constexpr std::size_t kDefaultMaxInMemoryRuns = 30000;
 // expires its share at once, and a consumer's queue that receives such a flood faster than it
 // delivers falls behind for the whole burst (three times slower on RabbitMQ 4.3 than on 3.10;
 // docs/benchmarks.md). The loader's own publishes to that queue are paced by the broker's
-// credit flow instead. So the one-shot runs of an instant shared by at least kBurstMinRuns
-// one-shot runs, claimed at once or over several claims (a hotspot), are held in memory until
+// credit flow instead. So the runs of an instant shared by at least kBurstMinRuns runs
+// (one-shot or recurring), claimed at once or over several claims (a hotspot), are held in memory until
 // their due time and published straight to the release exchange (targeted runs: to the
 // forward queue, whose forwarder then publishes them to their targets), up to
 // --max-burst-runs of them and kMaxBurstBytes of their bodies and properties, on top of the
@@ -253,7 +253,7 @@ private:
     std::size_t burst_bytes_ = 0;
     // Claimer thread only: instants found to be bursts, until a horizon after they passed.
     std::set<TimePoint> burst_instants_;
-    // Claimer thread only: one-shot runs claimed so far per instant shared by runs of a claim,
+    // Claimer thread only: runs claimed so far per instant shared by runs of a claim,
     // until the instant passed (mark_bursts).
     std::map<TimePoint, std::size_t> shared_instants_;
     // Claimer thread only: the earliest burst instant with runs left in the store for lack of

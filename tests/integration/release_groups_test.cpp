@@ -39,7 +39,9 @@ protected:
     // `received`), none early or through a delay queue (x-death), with its routing key and
     // without the headers only hourglass and the broker may see; each counted as a burst run
     // and recorded done from one audit copy per publish batch.
-    void expect_released_as_a_burst(const HourglassProcess& process,
+    // Each of `jobs` runs received once, none early, none through a delay queue, none with
+    // hourglass's own control headers; all counted as burst runs.
+    void expect_received_as_a_burst(const HourglassProcess& process,
                                     const std::vector<Received>& received, int jobs, TimePoint due) {
         std::map<std::string, int> times;
         for (const auto& r : received) {
@@ -56,6 +58,11 @@ protected:
         EXPECT_EQ(times.size(), static_cast<std::size_t>(jobs)) << "lost";
         EXPECT_EQ(received.size(), static_cast<std::size_t>(jobs)) << "duplicated";
         EXPECT_EQ(metric(process, "hourglass_burst_runs_total"), jobs);
+    }
+    // As above, and every run ends done from one audit copy per publish batch.
+    void expect_released_as_a_burst(const HourglassProcess& process,
+                                    const std::vector<Received>& received, int jobs, TimePoint due) {
+        expect_received_as_a_burst(process, received, jobs, due);
         ASSERT_TRUE(eventually("SELECT count(*) FROM jobs WHERE state = 'done' AND released_at >= due_at "
                                "AND lateness_ms >= 0 AND released_run = 1",
                                std::to_string(jobs), 15s))
@@ -162,6 +169,46 @@ TEST_F(ReleaseGroups, a_targeted_hotspot_is_recorded_run_by_run_from_one_audit_c
         << "one copy per group reached the audit";
     EXPECT_EQ(client.queue_size(prefix_ + ".delay.audit").value_or(1), 0u);
     EXPECT_EQ(client.queue_size(prefix_ + ".delay.forward").value_or(1), 0u);
+}
+
+// A popular cron minute: recurring jobs whose runs fall on one instant are a burst like any
+// other. Each run arrives once at its instant, past the delay queues, is recorded from its own
+// audit copy, and its job moves on to its next run (a day later), pending.
+TEST_F(ReleaseGroups, a_burst_of_recurring_runs_is_published_at_its_due_time_and_each_job_moves_on) {
+    auto& process = start_hourglass({"--horizon", "2s", "--max-burst-runs", "600"});
+    Client client(amqp_url_);
+    client.subscribe(out_exchange(), "#");
+    constexpr int kJobs = 1500;
+    // The whole second 4 to 5 s from now, once a day (seconds first: six fields).
+    const auto due = std::chrono::ceil<std::chrono::seconds>(now_ms() + 4s);
+    const auto time_of_day = std::chrono::hh_mm_ss(due - std::chrono::floor<std::chrono::days>(due));
+    const auto expression = std::to_string(time_of_day.seconds().count()) + " " +
+                            std::to_string(time_of_day.minutes().count()) + " " +
+                            std::to_string(time_of_day.hours().count()) + " * * *";
+    std::vector<Message> jobs;
+    for (int i = 0; i < kJobs; ++i) {
+        auto job = delayed("cron-" + std::to_string(i), 0);
+        remove_header(job.properties, "x-delay");
+        set_header(job.properties, "x-cron", expression);
+        jobs.push_back(std::move(job));
+    }
+    client.publish_all(jobs);
+
+    const auto received = client.drain(6500ms, 20s);
+    expect_received_as_a_burst(process, received, kJobs, due);
+    for (const auto& r : received) {
+        const auto* run = find_header(r.message.properties, "x-hourglass-run");
+        ASSERT_NE(run, nullptr);
+        EXPECT_EQ(std::get<std::int64_t>(run->value), 1);
+    }
+    const auto next = format_rfc3339_ms(due + std::chrono::days{1});
+    ASSERT_TRUE(eventually("SELECT count(*) FROM jobs WHERE state = 'pending' AND runs = 1 "
+                           "AND released_run = 1 AND released_at >= '" + format_rfc3339_ms(due) +
+                           "' AND lateness_ms >= 0 AND due_at = '" + next + "'",
+                           std::to_string(kJobs), 15s))
+        << process.log_tail(30);
+    // Observed alone: one audit copy per run.
+    EXPECT_TRUE(wait_for([&] { return metric(process, "hourglass_release_copies_total") == kJobs; }, 10s));
 }
 
 // A burst of targeted runs (the delayed-message plugin's path) goes past the forward ladder: held

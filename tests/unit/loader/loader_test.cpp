@@ -44,6 +44,7 @@ struct FakeDatabase {
         bool handed_over = false;
         bool audited = false;  // as the last hand-over recorded it
         std::optional<RunRef> observed_with;  // as the last hand-over recorded it
+        std::optional<TimePoint> next_due;    // as the last hand-over recorded it (recurring)
     };
     mutable std::mutex mutex;
     std::map<std::string, Row> rows;
@@ -79,7 +80,7 @@ struct FakeDatabase {
     }
     void add(ClaimedRun run) {
         std::lock_guard lock(mutex);
-        rows[run.id] = Row{run, "", false, false, std::nullopt};
+        rows[run.id] = Row{run, "", false, false, std::nullopt, std::nullopt};
     }
     void open_claims() {
         {
@@ -160,6 +161,7 @@ public:
                 row.handed_over = true;
                 row.audited = run.audited;
                 row.observed_with = run.observed_with;
+                row.next_due = run.next_due;
                 row.owner.clear();
             }
         }
@@ -307,7 +309,7 @@ protected:
         options.lease_timings = {.heartbeat_every = 20ms, .publish_grace = 150ms, .takeover_after = 300ms};
         return options;
     }
-    void start(LoaderOptions loader_options) {
+    void start(LoaderOptions loader_options, NextRunFunction next_run = {}) {
         LoaderSeams seams;
         seams.open_store = [this](const store::StoreOptions&) { return std::make_unique<FakeStore>(db); };
         seams.open_channel = [this] {
@@ -342,7 +344,7 @@ protected:
         ladder.emplace(delay::DelayLadder::for_horizon(loader_options.horizon));
         names = loader_options.topology.names;
         lanes = loader_options.topology.delay_lanes;
-        loader.emplace(std::move(loader_options), NextRunFunction{}, std::move(seams));
+        loader.emplace(std::move(loader_options), std::move(next_run), std::move(seams));
         thread = std::jthread([this](std::stop_token stop) { loader->run(stop); });
     }
     void stop() {
@@ -1170,8 +1172,16 @@ TEST_F(LoaderTest, publishes_the_runs_of_a_burst_at_their_due_time_to_the_releas
             EXPECT_EQ(publish.message.exchange, names.forward);
             EXPECT_GE(publish.at, due) << "published before its due time";
         }
+        if (id == "recurring") {
+            // Counted with the burst and published with it, observed alone (its own copy).
+            EXPECT_EQ(publish.message.exchange, names.release);
+            EXPECT_GE(publish.at, due) << "published before its due time";
+            EXPECT_FALSE(bcc_keys(publish.message).empty());
+        }
         if (!id.starts_with("hot-")) {
-            EXPECT_NE(publish.message.exchange, names.release) << id;
+            if (id == "alone") {
+                EXPECT_NE(publish.message.exchange, names.release) << id;
+            }
             continue;
         }
         EXPECT_EQ(publish.message.exchange, names.release) << id;
@@ -1193,7 +1203,56 @@ TEST_F(LoaderTest, publishes_the_runs_of_a_burst_at_their_due_time_to_the_releas
     // One copy per publish batch of the burst, not one per lane or per run.
     EXPECT_GE(copied, 1u);
     EXPECT_LE(copied, 3u);
-    EXPECT_EQ(metric("hourglass_burst_runs_total"), 31);  // the targeted run too
+    EXPECT_EQ(metric("hourglass_burst_runs_total"), 32);  // the targeted and recurring runs too
+}
+
+// A popular cron minute: the runs of recurring jobs due at one instant are a burst like any
+// other. Each is held until the instant, published to the release exchange with its own audit
+// copy (a recurring run is observed alone), and its row moves on to the next run once the
+// publish is confirmed, at the instant, not when it was claimed.
+TEST_F(LoaderTest, publishes_a_burst_of_recurring_runs_at_their_due_time_and_moves_each_on_after_it) {
+    const auto due = in(1500ms);
+    for (int i = 0; i < 30; ++i) {
+        ClaimedRun run;
+        run.id = "cron-" + std::to_string(100 + i);
+        run.routing_key = "rk." + run.id;
+        run.due_at = due;
+        run.run = 7;
+        run.cron = CronSpec{};
+        db.add(std::move(run));
+    }
+    auto loader_options = options();
+    loader_options.burst_min_runs = 10;
+    std::mutex asked_mutex;
+    std::vector<TimePoint> asked_at;  // the clock when each next run was computed
+    start(std::move(loader_options), [&](const ClaimedRun& run, TimePoint now) -> std::optional<TimePoint> {
+        std::lock_guard lock(asked_mutex);
+        asked_at.push_back(now);
+        return run.due_at + 60s;
+    });
+    ASSERT_TRUE(eventually([&] { return db.handed_over() == 30; }));
+
+    const auto publishes = broker.publishes();
+    ASSERT_EQ(publishes.size(), 30u);
+    for (const auto& publish : publishes) {
+        const auto id = header_text(publish.message, header::kId);
+        EXPECT_EQ(publish.message.exchange, names.release) << id << " was not taken for a burst";
+        EXPECT_GE(publish.at, due) << id << ": published before its due time";
+        EXPECT_LE(publish.at, due + 500ms) << id;  // loose: CI machines are busy
+        const auto* run = find_header(publish.message.properties, header::kRun);
+        ASSERT_NE(run, nullptr) << id;
+        EXPECT_EQ(std::get<std::int64_t>(run->value), 7) << id;
+        EXPECT_EQ(bcc_keys(publish.message), std::vector<std::string>{names.audit_key}) << id;
+        db.read([&](const FakeDatabase& d) {
+            const auto& row = d.rows.at(id);
+            EXPECT_EQ(row.next_due, due + 60s) << id;
+            EXPECT_FALSE(row.observed_with.has_value()) << id;
+        });
+    }
+    std::lock_guard lock(asked_mutex);
+    ASSERT_EQ(asked_at.size(), 30u);
+    for (const auto& at : asked_at) EXPECT_GE(at, due) << "next run computed before the instant";
+    EXPECT_EQ(metric("hourglass_burst_runs_total"), 30);
 }
 
 // The burst bounds hold what they allow; the rest of the burst stays in the store, unclaimed,

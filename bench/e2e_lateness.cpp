@@ -19,6 +19,9 @@
 //   NAME             the driver declares (and deletes at the end) and binds its receiving queues
 //                    to instead of <prefix>.out: the path of a user of the delayed-message plugin
 //                    (hourglass must run with an --allow-exchange that matches NAME)
+// --cron             (hourglass, hotspot) every job is recurring instead: x-cron "S M H * * *",
+//                    the instant rounded up to a whole second, and x-cron-limit 1 (so that no
+//                    job is left pending): a popular cron minute
 // --queues Q         (hourglass) the jobs are split over Q receiving queues by routing key (job
 //                    k carries bench.q<k mod Q>.job), each read on a connection of its own, as
 //                    an application spreads a burst over several queues
@@ -73,6 +76,7 @@ struct Settings {
     std::size_t queues = 1;  // receiving queues, split by routing key (hourglass mode)
     std::string receiving_queue_type = "classic";  // classic (exclusive) or quorum (durable)
     std::string target_exchange;  // hourglass mode: released there through the forwarder
+    bool cron = false;  // hourglass hotspot: recurring jobs (x-cron) due at the instant
 };
 
 // What the receivers got, in arrival order, when several receiving queues are each read by a
@@ -221,6 +225,9 @@ int main(int argc, char** argv) {
     app.add_option("--target-exchange", s.target_exchange,
                    "hourglass: release every job to this fanout exchange (x-hourglass-exchange), "
                    "declared and deleted by the driver");
+    app.add_flag("--cron", s.cron,
+                 "hourglass hotspot: recurring jobs (x-cron at the instant, rounded up to a "
+                 "whole second; x-cron-limit 1)");
     app.add_option("--body-bytes", s.body_bytes, "body size (0: a short text)");
     app.add_option("--drain", s.drain_s, "seconds to wait after the last due time");
     app.add_option("--seed", s.seed);
@@ -230,8 +237,8 @@ int main(int argc, char** argv) {
                    "seconds to keep the connections open at the end (the management API counts "
                    "what a channel did only at its next statistics interval)");
     CLI11_PARSE(app, argc, argv);
-    if (s.mode == "baseline" && (s.queues > 1 || !s.target_exchange.empty())) {
-        std::cerr << "--queues, --target-exchange: only with --mode hourglass\n";
+    if (s.mode == "baseline" && (s.queues > 1 || !s.target_exchange.empty() || s.cron)) {
+        std::cerr << "--queues, --target-exchange, --cron: only with --mode hourglass\n";
         return 2;
     }
 
@@ -264,7 +271,15 @@ int main(int argc, char** argv) {
 
     const auto start_steady = std::chrono::steady_clock::now();
     const auto start = now_ms();
-    const TimePoint instant = start + Milliseconds{s.lead_ms};  // hotspot
+    // hotspot; --cron: a whole second, which the cron expression names
+    const TimePoint instant = s.cron ? TimePoint{std::chrono::ceil<std::chrono::seconds>(
+                                           start + Milliseconds{s.lead_ms})}
+                                     : start + Milliseconds{s.lead_ms};
+    const auto cron_expression = [&] {
+        const auto of_day = std::chrono::hh_mm_ss(instant - std::chrono::floor<std::chrono::days>(instant));
+        return std::to_string(of_day.seconds().count()) + " " + std::to_string(of_day.minutes().count()) +
+               " " + std::to_string(of_day.hours().count()) + " * * *";
+    }();
     std::atomic<bool> publishing_done{false};
     std::atomic<std::int64_t> last_due_ms{to_epoch_ms(hotspot ? instant : start)};
     double publish_s = 0;  // steady clock: start .. every command confirmed by the broker
@@ -293,10 +308,14 @@ int main(int argc, char** argv) {
             m.properties.delivery_mode = 2;
             if (!baseline) {
                 m.exchange = s.prefix + ".in";
-                if (hotspot)
+                if (hotspot && s.cron) {
+                    set_header(m.properties, "x-cron", cron_expression);
+                    set_header(m.properties, "x-cron-limit", std::int32_t{1});
+                } else if (hotspot) {
                     set_header(m.properties, "x-schedule-at", to_epoch_ms(instant));
-                else
+                } else {
                     set_header(m.properties, "x-delay", wait);
+                }
                 if (!s.target_exchange.empty())
                     set_header(m.properties, "x-hourglass-exchange", s.target_exchange);
                 batch.push_back(std::move(m));
@@ -416,6 +435,7 @@ int main(int argc, char** argv) {
     nlohmann::json result = {{"scenario", s.scenario},
                              {"mode", s.mode},
                              {"targeted", !s.target_exchange.empty()},
+                             {"cron", s.cron},
                              {"pattern", s.pattern},
                              {"jobs", total},
                              {"received", seen.size()},

@@ -184,8 +184,14 @@ void Loader::schedule(std::vector<ClaimedRun> runs) {
         // Headers count as well as bodies: a job may carry up to a frame of them.
         const auto bytes = run.body.size() + encoded_size(run.properties);
         const auto publish_at = ladder_.publish_at(run.due_at, now);
-        scheduled.push_back(
-            Scheduled{publish_at, std::make_unique<ClaimedRun>(std::move(run)), bytes, std::nullopt});
+        const auto next_due = next_run_ ? next_run_(run, now) : std::nullopt;
+        scheduled.push_back(Scheduled{.publish_at = publish_at,
+                                      .run = std::make_unique<ClaimedRun>(std::move(run)),
+                                      .bytes = bytes,
+                                      .observed_with = std::nullopt,
+                                      .burst = false,
+                                      .burst_held = false,
+                                      .next_due = next_due});
     }
     {
         std::lock_guard lock(mutex_);
@@ -614,9 +620,9 @@ void Loader::group_releases(std::vector<Scheduled>& batch, TimePoint now, unsign
     for (auto i = batch.size(); i-- > 0;) {
         auto& scheduled = batch[i];
         const auto& run = *scheduled.run;
-        // Recurring runs are observed one by one (their row moves on to the next run at once),
-        // and a run routed with the audit key itself is copied to the audit whatever it carries.
-        if (run.cron || run.routing_key == options_.topology.names.audit_key) continue;
+        // A run routed with the audit key itself is copied to the audit whatever it carries.
+        // Recurring runs take part (migration 013 finds them once their row moved on).
+        if (run.routing_key == options_.topology.names.audit_key) continue;
         // The forward ladder has one queue per TTL, apart from the delay ladder's lanes.
         const bool targeted = !run.exchange.empty();
         const bool burst = scheduled.burst;
@@ -697,15 +703,14 @@ void Loader::publish_session(std::stop_token stop) {
         auto settled = in_flight.settle(confirm);
         std::vector<HandedOverRun> runs;
         std::vector<amqp::ConfirmTracker<Scheduled>::Settled> refused;
-        const auto now = clock_now();
         for (auto& s : settled) {
             if (!s.ack) {
                 refused.push_back(std::move(s));
                 continue;
             }
             const auto& run = *s.value.run;
-            runs.push_back({run.id, run.run, next_run_ ? next_run_(run, now) : std::nullopt,
-                            options_.releases_observed, s.value.observed_with});
+            runs.push_back({run.id, run.run, s.value.next_due, options_.releases_observed,
+                            s.value.observed_with});
         }
         if (!runs.empty()) {
             {

@@ -129,7 +129,8 @@ struct LoaderSeams {
     std::function<void()> declare_forward_ladder;
 };
 
-// Computes what a confirmed run leaves behind (next run of a recurring job); set by cron.
+// Computes what a run leaves behind once handed over (the next run of a recurring job), when it
+// is claimed (`now`: the claim's time); set by cron.
 using NextRunFunction = std::function<std::optional<TimePoint>(const ClaimedRun&, TimePoint now)>;
 
 class Loader {
@@ -166,6 +167,9 @@ private:
         // the others (one claimed within a ladder step of its due time counts against the
         // others, as any run held that long before its publish).
         bool burst_held = false;
+        // A recurring run's next due time, computed when it was claimed: off the publisher's
+        // thread, which would otherwise parse a cron expression per confirm of a burst.
+        std::optional<TimePoint> next_due;
     };
     // The runs waiting for their publish instant, earliest first. A heap over a vector rather
     // than std::priority_queue, whose top can only be copied out.

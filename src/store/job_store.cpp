@@ -179,11 +179,18 @@ void prepare_statements(pqxx::connection& c) {
     // The observed runs ($1: id, run) whose group has a run another transaction holds; locks
     // the others' runs. Only a transaction that holds a group's observed run adds runs to it
     // (record_handed_over), so the runs read here are all the group has.
+    // Recurring runs (migration 013) whose row moved on are in a group until its release is
+    // recorded: their released_run is behind their run.
     c.prepare("lock_group_runs",
               "WITH members AS (SELECT c.id, x.id AS observed "
               "  FROM jsonb_to_recordset($1::jsonb) AS x(id text, run integer) "
               "  JOIN jobs c ON c.observed_with_id = x.id AND c.observed_with_run = x.run "
-              "  WHERE c.state = 'enqueued'), "
+              "  WHERE c.state = 'enqueued' "
+              "  UNION ALL SELECT c.id, x.id AS observed "
+              "  FROM jsonb_to_recordset($1::jsonb) AS x(id text, run integer) "
+              "  JOIN jobs c ON c.observed_with_id = x.id AND c.observed_with_run = x.run "
+              "  WHERE c.cron IS NOT NULL AND c.observed_with_id IS NOT NULL "
+              "  AND COALESCE(c.released_run, 0) < c.runs), "
               "locked AS (SELECT id FROM jobs WHERE id IN (SELECT id FROM members) "
               "  FOR UPDATE SKIP LOCKED) "
               "SELECT DISTINCT observed FROM members WHERE id NOT IN (SELECT id FROM locked)");
@@ -205,6 +212,19 @@ void prepare_statements(pqxx::connection& c) {
               "FROM jsonb_to_recordset($1::jsonb) AS x(id text, run integer, released_us bigint) "
               "WHERE c.observed_with_id = x.id AND c.observed_with_run = x.run "
               "AND c.state = 'enqueued' RETURNING c.lateness_ms");
+    // The same for the recurring runs of a group (migration 013): their row has moved on to the
+    // next run (its due_at, its state), so only the release is recorded, late by how long after
+    // the group's due time (every run of a group shares it) it came.
+    c.prepare("record_recurring_group_releases",
+              "UPDATE jobs c SET released_at = to_timestamp(x.released_us / 1000000.0), "
+              "released_run = c.runs, updated_at = now(), "
+              "lateness_ms = extract(epoch FROM to_timestamp(x.released_us / 1000000.0) - "
+              "              GREATEST(to_timestamp(x.due_ms / 1000.0), c.accepted_at)) * 1000 "
+              "FROM jsonb_to_recordset($1::jsonb) AS x(id text, run integer, due_ms bigint, "
+              "     released_us bigint) "
+              "WHERE c.observed_with_id = x.id AND c.observed_with_run = x.run "
+              "AND c.cron IS NOT NULL AND c.observed_with_id IS NOT NULL "
+              "AND COALESCE(c.released_run, 0) < c.runs RETURNING c.lateness_ms");
     // Releases parked while another transaction held their rows (migration 012). The
     // records of the parked take them oldest first and skip those another audit is recording.
     c.prepare("park_releases",
@@ -645,7 +665,8 @@ RecordedReleases record_releases_in(pqxx::work& tx, const std::vector<ObservedRe
     }
     if (!rows.empty()) {
         const auto released = dump_release_rows(rows);
-        for (const auto* statement : {"record_releases", "record_group_releases"}) {
+        for (const auto* statement :
+             {"record_releases", "record_group_releases", "record_recurring_group_releases"}) {
             for (const auto& row : tx.exec_prepared(statement, released)) {
                 if (!row[0].is_null()) recorded.lateness_ms.push_back(row[0].as<double>());
             }

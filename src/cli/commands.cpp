@@ -280,7 +280,7 @@ int run_service(const ServiceOptions& options) {
     }
     const retention::Pruner pruner(pruning, service_metrics->registry());
 
-    loader::Loader loader(loader_options, cron::next_due_after_handover);
+    loader::Loader loader(loader_options, cron::NextDueAfterHandover{});
     std::jthread loader_thread([&](std::stop_token) {
         name_this_thread("hg-loader-claim");
         loader.run(stop.get_token());

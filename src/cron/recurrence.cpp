@@ -50,12 +50,16 @@ NextRun next_run(const CronSpec& spec, int run, TimePoint due, TimePoint now) {
     return result;
 }
 
-std::optional<TimePoint> next_due_after_handover(const ClaimedRun& run, TimePoint now) {
+std::optional<TimePoint> NextDueAfterHandover::operator()(const ClaimedRun& run, TimePoint now) {
     if (!run.cron) return std::nullopt;
     const auto next = next_run(*run.cron, run.run, run.due_at, now);
     if (next.coalesced > 0) {
-        spdlog::info("job {}: {} missed runs of {} coalesced into run {} (due {})",
-                     quote_value(run.id, 64), next.coalesced, quote_value(run.cron->expression), run.run, format_rfc3339_ms(run.due_at));
+        if (const auto grant = coalesced_lines_.take(LogBudget::Clock::now()); grant.log) {
+            spdlog::info("job {}: {} missed runs of {} coalesced into run {} (due {}){}",
+                         quote_value(run.id, 64), next.coalesced, quote_value(run.cron->expression),
+                         run.run, format_rfc3339_ms(run.due_at),
+                         left_out_note(grant.left_out, "coalescings"));
+        }
     }
     return next.due;
 }

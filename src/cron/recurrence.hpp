@@ -8,6 +8,7 @@
 #include <string>
 #include <variant>
 
+#include "common/log_budget.hpp"
 #include "hourglass/command.hpp"
 #include "hourglass/job.hpp"
 
@@ -26,8 +27,15 @@ struct NextRun {
 // over, so the schedule continues from now (reference §5).
 NextRun next_run(const CronSpec& spec, int run, TimePoint due, TimePoint now);
 
-// next_run for a claimed run, as the loader calls it (empty for one-shot jobs); logs coalesced
-// runs.
-std::optional<TimePoint> next_due_after_handover(const ClaimedRun& run, TimePoint now);
+// next_run for a claimed run, as the loader calls it (empty for one-shot jobs). Logs coalesced
+// runs within a budget of lines: after an outage, a popular cron minute coalesces the runs of
+// thousands of jobs in one claim. One per loader (called from its claimer thread only).
+class NextDueAfterHandover {
+public:
+    std::optional<TimePoint> operator()(const ClaimedRun& run, TimePoint now);
+
+private:
+    LogBudget coalesced_lines_;
+};
 
 }  // namespace hourglass::cron

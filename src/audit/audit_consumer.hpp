@@ -26,11 +26,13 @@ struct AuditOptions {
     std::uint16_t prefetch = 10000;
     std::size_t batch_size = 500;
     Milliseconds batch_wait{20};
-    // A burst: the last batch recorded at least `burst_runs_per_second` runs a second (its
-    // copies' release groups included). The next batch then waits until copies stop coming
-    // for `burst_quiet`, or `burst_hold` after its first, or `prefetch` copies, so that
-    // PostgreSQL records a hotspot after the broker has released it, not on the cores the
-    // broker needs meanwhile. `released_at` is each copy's arrival all the same. 0: never.
+    // A burst: the last batch recorded at least `burst_runs_per_second` runs per second of the
+    // span of their due times (at least `batch_wait`; its copies' release groups included), so
+    // copies of a steady load that queued up behind a slow record are none. The next batch
+    // then waits until copies stop coming for `burst_quiet`, or `burst_hold` after its first,
+    // or `prefetch` copies, so that PostgreSQL records a hotspot after the broker has released
+    // it, not on the cores the broker needs meanwhile. `released_at` is each copy's arrival
+    // all the same. 0: never.
     std::size_t burst_runs_per_second = 5000;
     // The consumers' queues are still delivering a burst when its last copy reaches the
     // audit (2.5 s behind it for 100,000 runs on RabbitMQ 3.10): 2 s of quiet lets them finish.

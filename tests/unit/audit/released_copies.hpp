@@ -18,15 +18,16 @@ inline FieldTable death(std::uint64_t seconds) {
                       {"time", Timestamp{seconds}}};
 }
 
-// A copy with hourglass's headers for job `id` (run 1, due 2026-11-25T12:00:00Z) and the given
-// x-death entries; without `with_headers`, a stray message with none of them.
+// A copy with hourglass's headers for job `id` (run 1, due `due`) and the given x-death
+// entries; without `with_headers`, a stray message with none of them.
 inline Message released_copy(const std::string& id, FieldArray deaths = {},
-                             bool with_headers = true) {
+                             bool with_headers = true,
+                             const std::string& due = "2026-11-25T12:00:00.000Z") {
     Message message;
     FieldTable headers;
     if (with_headers) {
         headers.emplace_back("x-hourglass-id", id);
-        headers.emplace_back("x-hourglass-due", std::string("2026-11-25T12:00:00.000Z"));
+        headers.emplace_back("x-hourglass-due", due);
         headers.emplace_back("x-hourglass-run", std::int64_t{1});
     }
     if (!deaths.empty()) headers.emplace_back("x-death", std::move(deaths));

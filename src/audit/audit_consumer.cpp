@@ -70,7 +70,7 @@ void audit_session(const AuditOptions& options, const AuditSeams& seams, AuditMe
     // The earliest and latest due time of the batch's copies: how closely its runs were due.
     TimePoint earliest_due = TimePoint::max(), latest_due = TimePoint::min();
     bool burst = false;  // the last batch's runs were due at a burst's pace
-    LogBudget foreign_lines;       // whoever may publish to the audit queue decides how many
+    LogBudget foreign_lines;  // whoever may publish to the audit queue decides how many
     // Releases parked because another transaction holds their rows (any instance's): tried
     // again when `retry` says, and looked for every kParkedCheck while none is known.
     LockedRowsRetry retry;

@@ -67,9 +67,7 @@ void audit_session(const AuditOptions& options, const AuditSeams& seams, AuditMe
     std::vector<std::uint64_t> unrecorded_tags;  // deliveries since the last flush not to record
     auto flush_at = kNoBatch;
     Clock::time_point first_at{};  // when the batch's first copy came
-    // The earliest and latest due time of the batch's copies: how closely its runs were due.
-    TimePoint earliest_due = TimePoint::max(), latest_due = TimePoint::min();
-    bool burst = false;  // the last batch's runs were due at a burst's pace
+    bool burst = false;            // the last batch's runs were due at a burst's pace
     LogBudget foreign_lines;  // whoever may publish to the audit queue decides how many
     // Releases parked because another transaction holds their rows (any instance's): tried
     // again when `retry` says, and looked for every kParkedCheck while none is known.
@@ -104,8 +102,10 @@ void audit_session(const AuditOptions& options, const AuditSeams& seams, AuditMe
         // waited in the socket while the last record ran come all at once, and taking that for
         // a burst held a steady load's copies for seconds and recorded them in one statement
         // that took the CPU the broker needed to release on time (docs/benchmarks.md).
+        const auto [earliest, latest] = std::minmax_element(
+            batch.begin(), batch.end(), [](const auto& a, const auto& b) { return a.due < b.due; });
         const auto span = std::max<Clock::duration>(
-            batch.empty() ? Clock::duration::zero() : latest_due - earliest_due,
+            batch.empty() ? Clock::duration::zero() : latest->due - earliest->due,
             options.batch_wait);
         const auto recorded = store->record_releases(batch);
         burst = options.burst_runs_per_second > 0 &&
@@ -126,8 +126,6 @@ void audit_session(const AuditOptions& options, const AuditSeams& seams, AuditMe
         batch.clear();
         batch_tags.clear();
         unrecorded_tags.clear();
-        earliest_due = TimePoint::max();
-        latest_due = TimePoint::min();
         flush_at = kNoBatch;
     };
     const auto parked_due = [&] {
@@ -158,8 +156,6 @@ void audit_session(const AuditOptions& options, const AuditSeams& seams, AuditMe
                                      "so they are published again after --resend-after");
                     }
                 } else {
-                    earliest_due = std::min(earliest_due, release->due);
-                    latest_due = std::max(latest_due, release->due);
                     batch.push_back(std::move(*release));
                     batch_tags.push_back(delivery->delivery_tag);
                     recording = true;

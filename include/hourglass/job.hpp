@@ -51,7 +51,16 @@ struct ObservedRelease {
     std::chrono::sys_time<std::chrono::microseconds> released_at;
 };
 
-// The hourglass.stats view (reference §8).
+// The lateness of the releases observed in the last hour (hourglass.stats_lateness); empty
+// when there were none.
+struct HourLateness {
+    std::optional<double> p50_ms;
+    std::optional<double> p99_ms;
+    std::optional<double> max_ms;
+};
+
+// The hourglass.stats view (reference §8): the counts of hourglass.stats_counts and the
+// lateness of hourglass.stats_lateness.
 struct Stats {
     std::int64_t pending = 0;
     std::int64_t enqueued = 0;
@@ -59,9 +68,7 @@ struct Stats {
     std::int64_t cancelled = 0;
     std::int64_t oldest_pending_lag_ms = 0;
     std::optional<TimePoint> next_due_at;
-    std::optional<double> lateness_p50_ms;
-    std::optional<double> lateness_p99_ms;
-    std::optional<double> lateness_max_ms;
+    HourLateness lateness;
 };
 
 }  // namespace hourglass

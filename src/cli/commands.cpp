@@ -131,9 +131,9 @@ int run_status(const ServiceOptions& options) {
               << row("oldest pending lag", std::to_string(stats.oldest_pending_lag_ms) + " ms")
               << row("next due", stats.next_due_at ? format_rfc3339_ms(*stats.next_due_at) : "-")
               << row("lateness, last hour",
-                     "p50 " + format_optional(stats.lateness_p50_ms) + " ms, p99 " +
-                         format_optional(stats.lateness_p99_ms) + " ms, max " +
-                         format_optional(stats.lateness_max_ms) + " ms");
+                     "p50 " + format_optional(stats.lateness.p50_ms) + " ms, p99 " +
+                         format_optional(stats.lateness.p99_ms) + " ms, max " +
+                         format_optional(stats.lateness.max_ms) + " ms");
     return 0;
 }
 

@@ -45,9 +45,12 @@ json summary_json(const std::optional<http::StatsRefresher::Reading>& reading) {
             {"oldest_pending_lag_ms", stats.oldest_pending_lag_ms},
             {"next_due_at", stats.next_due_at ? json(format_rfc3339_ms(*stats.next_due_at))
                                               : json(nullptr)},
-            {"lateness_p50_ms", optional_ms(stats.lateness_p50_ms)},
-            {"lateness_p99_ms", optional_ms(stats.lateness_p99_ms)},
-            {"lateness_max_ms", optional_ms(stats.lateness_max_ms)}};
+            {"lateness_p50_ms", optional_ms(stats.lateness.p50_ms)},
+            {"lateness_p99_ms", optional_ms(stats.lateness.p99_ms)},
+            {"lateness_max_ms", optional_ms(stats.lateness.max_ms)},
+            {"lateness_read_at", reading->lateness_read_at
+                                     ? json(format_rfc3339_ms(*reading->lateness_read_at))
+                                     : json(nullptr)}};
 }
 
 // A text a client sends to be looked up: a name (at most 255 bytes of UTF-8).

@@ -56,32 +56,68 @@ Milliseconds next_stats_refresh(Milliseconds interval, Milliseconds last_read) {
     return std::max(interval, last_read * kStatsReadShare);
 }
 
+StatsReadPace::Clock::time_point StatsReadPace::next_after(Clock::time_point started,
+                                                           Clock::time_point ended) const {
+    return ended + next_stats_refresh(interval_,
+                                      std::chrono::duration_cast<Milliseconds>(ended - started));
+}
+
+void StatsReadPace::counts_read(Clock::time_point started, Clock::time_point ended) {
+    next_counts_ = next_after(started, ended);
+}
+
+void StatsReadPace::lateness_read(Clock::time_point started, Clock::time_point ended) {
+    next_lateness_ = next_after(started, ended);
+}
+
+Milliseconds StatsReadPace::wait(Clock::time_point now) const {
+    if (now >= next_counts_) return Milliseconds{0};
+    return std::chrono::ceil<Milliseconds>(next_counts_ - now);
+}
+
 void StatsRefresher::refresh_until_stopped(std::stop_token stop) {
+    using Clock = StatsReadPace::Clock;
     std::unique_ptr<store::JobStore> store;
-    auto wait = interval_;
+    StatsReadPace pace(interval_);
+    HourLateness lateness;
+    std::optional<TimePoint> lateness_read_at;
+    Milliseconds wait{0};
     do {
         try {
             if (!store) store = std::make_unique<store::JobStore>(store_options_);
-            // First: /readyz needs only this, whatever the read below costs.
+            // First: /readyz needs only this, whatever the reads below cost.
             metrics_.set_migrations_current(
                 store::migrations_current(store->connection(), store_options_.schema));
-            const auto started = std::chrono::steady_clock::now();
+            auto started = Clock::now();
             store->fold_job_counts();
-            const auto stats = store->stats();
-            wait = next_stats_refresh(interval_, std::chrono::duration_cast<Milliseconds>(
-                                                     std::chrono::steady_clock::now() - started));
+            auto stats = store->stats_counts();
+            pace.counts_read(started, Clock::now());
             jobs_pending_.set(static_cast<double>(stats.pending));
             jobs_enqueued_.set(static_cast<double>(stats.enqueued));
             jobs_done_.set(static_cast<double>(stats.done));
             jobs_cancelled_.set(static_cast<double>(stats.cancelled));
             oldest_pending_lag_seconds_.set(static_cast<double>(stats.oldest_pending_lag_ms) / 1000.0);
             instances_alive_.set(static_cast<double>(store->live_instances(silent_for_)));
-            const std::lock_guard lock(latest_mutex_);
-            latest_ = Reading{stats, now_ms()};
+            stats.lateness = lateness;  // the last read, until the next one is due
+            {
+                const std::lock_guard lock(latest_mutex_);
+                latest_ = Reading{stats, now_ms(), lateness_read_at};
+            }
+            if (pace.lateness_due(Clock::now())) {
+                started = Clock::now();
+                lateness = store->stats_lateness();
+                pace.lateness_read(started, Clock::now());
+                lateness_read_at = now_ms();
+                const std::lock_guard lock(latest_mutex_);
+                latest_->stats.lateness = lateness;
+                latest_->lateness_read_at = lateness_read_at;
+            }
+            wait = pace.wait(Clock::now());
         } catch (const std::exception& error) {
             // The components log lost connections; this only says why the gauges are stale.
             spdlog::debug("metrics: cannot read the stats view: {}", error.what());
             store.reset();
+            wait = interval_;  // a failed read is retried at the next interval
         }
     } while (sleep_unless_stopped(stop, wait));
 }

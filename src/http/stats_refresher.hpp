@@ -1,11 +1,13 @@
 // Keeps the metrics that come from PostgreSQL fresh (jobs per state, the oldest pending job's
 // lag, whether the migrations are current): a thread with its own connection reads the
-// hourglass.stats view every `interval`, so a scrape never queries the database and many
-// scrapes cost no more than one. A failed read is retried at the next interval. Before each
+// counts of the hourglass.stats view every `interval`, and its lateness percentiles at a pace
+// of their own (StatsReadPace), so a scrape never queries the database and many scrapes cost
+// no more than one. A failed read is retried at the next interval. Before each
 // read it folds the per-statement count changes (migration 004); it runs whether or not the
 // HTTP endpoint is on, so the changes never pile up.
 #pragma once
 
+#include <chrono>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -19,10 +21,36 @@ namespace hourglass::http {
 // Since migration 004 the view reads counters and indexes, not the whole table (before it, one
 // read took 3.7–7 s at 10 M jobs; docs/benchmarks.md). As a guard against whatever a read
 // still costs (the lateness percentiles of a very busy hour), the refresher waits at least
-// kStatsReadShare times its last read's duration before the next one, so reading the view
-// never takes more than 1/kStatsReadShare of PostgreSQL's time.
+// kStatsReadShare times a part's last read before it reads that part again, so neither part
+// of the view takes more than 1/kStatsReadShare of PostgreSQL's time.
 inline constexpr int kStatsReadShare = 20;
 Milliseconds next_stats_refresh(Milliseconds interval, Milliseconds last_read);
+
+// When each part of the stats view (migration 014) is next read, each paced by its own last
+// read: the counts (milliseconds at any size) every interval, the lateness percentiles (they
+// sort every release of the last hour: 1.3–1.75 s at 1,000 releases/s) at their slower pace,
+// so that a costly percentile read never makes the job gauges and the oldest pending lag stale.
+class StatsReadPace {
+public:
+    using Clock = std::chrono::steady_clock;
+    explicit StatsReadPace(Milliseconds interval) : interval_(interval) {}
+
+    bool counts_due(Clock::time_point now) const { return now >= next_counts_; }
+    bool lateness_due(Clock::time_point now) const { return now >= next_lateness_; }
+    // A read that started at `started` ended at `ended`.
+    void counts_read(Clock::time_point started, Clock::time_point ended);
+    void lateness_read(Clock::time_point started, Clock::time_point ended);
+    // How long to wait from `now` until the counts are due again (the lateness is read with
+    // the counts whose turn comes after it is due).
+    Milliseconds wait(Clock::time_point now) const;
+
+private:
+    Clock::time_point next_after(Clock::time_point started, Clock::time_point ended) const;
+
+    Milliseconds interval_;
+    Clock::time_point next_counts_{};    // due at once
+    Clock::time_point next_lateness_{};  // due at once
+};
 
 class StatsRefresher {
 public:
@@ -38,7 +66,8 @@ public:
 
     struct Reading {
         Stats stats;
-        TimePoint read_at;
+        TimePoint read_at;  // of the counts
+        std::optional<TimePoint> lateness_read_at;  // of stats.lateness, none before the first
     };
     // The last successful read, for the console (many open pages cost PostgreSQL nothing).
     std::optional<Reading> latest() const;

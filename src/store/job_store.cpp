@@ -248,10 +248,15 @@ void prepare_statements(pqxx::connection& c) {
     c.prepare("live_instances",
               "SELECT count(*) FROM instances "
               "WHERE heartbeat_at >= now() - $1 * interval '1 millisecond'");
-    c.prepare("stats",
-              "SELECT pending, enqueued, done, cancelled, oldest_pending_lag_ms, "
-              "floor(extract(epoch FROM next_due_at) * 1000)::bigint, lateness_p50_ms, "
-              "lateness_p99_ms, lateness_max_ms FROM stats");
+    constexpr const char* kCountColumns =
+        "pending, enqueued, done, cancelled, oldest_pending_lag_ms, "
+        "floor(extract(epoch FROM next_due_at) * 1000)::bigint";
+    constexpr const char* kLatenessColumns = "lateness_p50_ms, lateness_p99_ms, lateness_max_ms";
+    c.prepare("stats", std::string("SELECT ") + kCountColumns + ", " + kLatenessColumns +
+                           " FROM stats");
+    c.prepare("stats_counts", std::string("SELECT ") + kCountColumns + " FROM stats_counts");
+    c.prepare("stats_lateness",
+              std::string("SELECT ") + kLatenessColumns + " FROM stats_lateness");
     // The ended rows of one-shot jobs, oldest first, from the partial index of migration 006.
     constexpr const char* kEndedBefore =
         "state IN ('done', 'cancelled') AND cron IS NULL "
@@ -722,9 +727,10 @@ RecordedParked JobStore::record_parked_releases() {
     return result;
 }
 
-Stats JobStore::stats() {
-    pqxx::read_transaction tx(*connection_);
-    const auto row = tx.exec_prepared1("stats");
+namespace {
+constexpr int kCountFields = 6;  // the columns of kCountColumns, then those of kLatenessColumns
+
+Stats counts_of(const pqxx::row& row) {
     Stats stats;
     stats.pending = row[0].as<std::int64_t>();
     stats.enqueued = row[1].as<std::int64_t>();
@@ -732,10 +738,34 @@ Stats JobStore::stats() {
     stats.cancelled = row[3].as<std::int64_t>();
     stats.oldest_pending_lag_ms = row[4].as<std::int64_t>();
     stats.next_due_at = optional_time_of(row[5]);
-    if (!row[6].is_null()) stats.lateness_p50_ms = row[6].as<double>();
-    if (!row[7].is_null()) stats.lateness_p99_ms = row[7].as<double>();
-    if (!row[8].is_null()) stats.lateness_max_ms = row[8].as<double>();
     return stats;
+}
+
+HourLateness lateness_of(const pqxx::row& row, int first) {
+    const auto optional_ms = [&](int column) {
+        const auto field = row[first + column];
+        return field.is_null() ? std::optional<double>{} : field.as<double>();
+    };
+    return {optional_ms(0), optional_ms(1), optional_ms(2)};
+}
+}  // namespace
+
+Stats JobStore::stats() {
+    pqxx::read_transaction tx(*connection_);
+    const auto row = tx.exec_prepared1("stats");
+    auto stats = counts_of(row);
+    stats.lateness = lateness_of(row, kCountFields);
+    return stats;
+}
+
+Stats JobStore::stats_counts() {
+    pqxx::read_transaction tx(*connection_);
+    return counts_of(tx.exec_prepared1("stats_counts"));
+}
+
+HourLateness JobStore::stats_lateness() {
+    pqxx::read_transaction tx(*connection_);
+    return lateness_of(tx.exec_prepared1("stats_lateness"), 0);
 }
 
 void JobStore::record_rejections(const std::vector<RecordedRejection>& rejections) {

@@ -88,7 +88,13 @@ public:
     RecordedReleases record_releases(const std::vector<ObservedRelease>& releases) override;
     RecordedParked record_parked_releases() override;
 
+    // The whole stats view, in one snapshot (`hourglass status`).
     Stats stats();
+    // Its two parts (migration 014), for a reader that refreshes them at paces of their own:
+    // the counts (milliseconds at any size; `lateness` left empty) and the lateness of the
+    // last hour (it reads every release of that hour).
+    Stats stats_counts();
+    HourLateness stats_lateness();
     // Instances that beat within `silent_for` (those another instance would not take over).
     std::int64_t live_instances(Milliseconds silent_for);
     // Adds the per-statement changes of jobs per state into the totals the stats view reads

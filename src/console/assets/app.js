@@ -122,6 +122,8 @@ function drawSummary(summary) {
   $("oldest-lag").textContent = stats.oldest_pending_lag_ms.toLocaleString("en") + " ms";
   $("next-due").textContent = time(stats.next_due_at);
   $("lateness-hour").textContent = `p50 ${ms(stats.lateness_p50_ms)} · p99 ${ms(stats.lateness_p99_ms)}`;
+  // The percentiles are read at a slower pace than the counts at a busy hour.
+  $("lateness-hour").title = stats.lateness_read_at ? "as of " + time(stats.lateness_read_at) : "";
   $("stats-read-at").textContent = "counts as of " + time(stats.read_at);
 }
 

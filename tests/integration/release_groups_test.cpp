@@ -280,6 +280,54 @@ TEST_F(ReleaseGroups, without_the_audit_no_copy_is_left_in_an_audit_queue_declar
               kJobs);
 }
 
+// The runs of a group are found by the run they are observed with, through an index that holds
+// only such runs (migration 015): in a steady load nearly every run is observed alone, and an
+// index of every enqueued row took an entry per hand-over that no lookup read.
+TEST_F(ReleaseGroups, the_group_index_holds_only_runs_observed_with_another_and_finds_them) {
+    store::migrate(*db_, schema_, false);
+    // 20,000 runs in flight, each observed alone (by hand: about 600 pages of jobs).
+    sql("INSERT INTO jobs (id, routing_key, state, due_at, body, properties, runs, enqueued_at) "
+        "SELECT 'alone-' || i, 'k', 'enqueued', now() + interval '1 minute', '\\x', '{}', 1, now() "
+        "FROM generate_series(1, 20000) AS i");
+    const auto due = std::chrono::time_point_cast<Milliseconds>(now_us()) + 200ms;
+    {
+        store::JobStore store({pg_url_, schema_});
+        std::vector<Command> commands;
+        for (const auto* id : {"g1", "g2", "g3"}) {
+            ScheduleCommand job;
+            job.id = id;
+            job.routing_key = "jobs.test";
+            job.due_at = due;
+            job.accepted_at = due - 1s;
+            commands.push_back(Command{job, id, std::nullopt, std::nullopt});
+        }
+        store.apply(commands);
+        ASSERT_EQ(store.claim_due("loader", due + 1s, 10, 60s).size(), 3u);
+        store.record_handed_over("loader", {{"g1", 1, std::nullopt, true, RunRef{"g3", 1}},
+                                            {"g2", 1, std::nullopt, true, RunRef{"g3", 1}},
+                                            {"g3", 1, std::nullopt, true, std::nullopt}});
+        sql("ANALYZE jobs");
+        const auto released_at = std::chrono::time_point_cast<std::chrono::microseconds>(due) + 2ms;
+        EXPECT_EQ(store.record_releases({{"g3", 1, due, released_at}}).lateness_ms.size(), 3u);
+    }  // its connection closes: PostgreSQL then counts its index scans in pg_stat_user_indexes
+    EXPECT_EQ(sql("SELECT string_agg(state, ',' ORDER BY id) FROM jobs WHERE id LIKE 'g%'")[0][0]
+                  .as<std::string>(),
+              "done,done,done");
+
+    // Two entries at most (g1 and g2 until their release), where every enqueued row took 20,000.
+    EXPECT_EQ(sql("SELECT pg_relation_size('jobs_enqueued_in_group') <= 2 * "
+                  "current_setting('block_size')::int")[0][0].as<bool>(),
+              true)
+        << sql("SELECT pg_relation_size('jobs_enqueued_in_group')")[0][0].as<std::string>();
+    EXPECT_EQ(sql("SELECT count(*) FROM pg_indexes WHERE schemaname = current_schema() "
+                  "AND indexname = 'jobs_enqueued_observed_with'")[0][0].as<int>(),
+              0);
+    EXPECT_TRUE(eventually("SELECT idx_scan > 0 FROM pg_stat_user_indexes WHERE "
+                           "schemaname = current_schema() AND indexrelname = 'jobs_enqueued_in_group'",
+                           "t", 15s))
+        << "the group's runs were not found through the index";
+}
+
 // The release of a group's last run can be recorded before the loader records the group's
 // hand-over (a TTL of 0 releases at once): the hand-over then ends the group done. Either order
 // gives every run the group's release time.

@@ -62,6 +62,9 @@ struct ScheduleCommand {
     TimePoint accepted_at;
     bool replace = false;
     std::optional<CronSpec> cron;
+    // Set by ingest: lease the job to this instance's loader as it is inserted (a claim at
+    // insert, InsertClaimOffer); the store says in CommandOutcome::claimed whether it did.
+    bool claim_at_insert = false;
 };
 
 struct CancelCommand {
@@ -120,6 +123,8 @@ struct CommandOutcome {
     CommandStatus status = CommandStatus::rejected;
     std::optional<TimePoint> due;
     std::string error;
+    // Inserted leased to the loader (ScheduleCommand::claim_at_insert): ingest hands it over.
+    bool claimed = false;
 };
 
 // The JSON receipt of reference §4.

@@ -2,6 +2,8 @@
 // topology, and the release observed afterwards.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -22,6 +24,20 @@ struct ClaimedRun {
     int run = 1;                   // the run number this release carries (x-hourglass-run)
     std::optional<CronSpec> cron;  // set for recurring jobs
     bool resent = false;           // handed over before, never observed: published again
+};
+
+// Claims at insert (reference §6.2): room the loader offers ingest for one batch. Ingest leases
+// the plain one-shot schedules it inserts due by `horizon_end` (no target exchange), up to
+// `runs` of them and `bytes` of their bodies and properties, to the loader as it inserts them,
+// and hands them over after the commit: they skip the claim, a write per job. `epoch` tells the
+// loader whether it forgot its claims since (PostgreSQL out of reach) and must give them back.
+struct InsertClaimOffer {
+    std::string owner;  // the lease owner, the loader's
+    Milliseconds lease{0};
+    TimePoint horizon_end;
+    std::size_t runs = 0;
+    std::size_t bytes = 0;
+    std::uint64_t epoch = 0;
 };
 
 // One run of one job.

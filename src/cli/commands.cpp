@@ -287,7 +287,15 @@ int run_service(const ServiceOptions& options) {
     });
     std::jthread ingest_thread([&](std::stop_token) {
         name_this_thread("hg-ingest");
-        ingest::run_ingest(ingest_options, [&](TimePoint due) { loader.wake_for(due); }, stop.get_token());
+        const ingest::LoaderLink link{
+            .wake = [&](TimePoint due) { loader.wake_for(due); },
+            .offer_claims = [&](std::size_t runs, std::size_t bytes) {
+                return loader.offer_insert_claims(runs, bytes);
+            },
+            .adopt_claims = [&](const InsertClaimOffer& offer, std::vector<ClaimedRun> runs) {
+                loader.adopt_insert_claims(offer, std::move(runs));
+            }};
+        ingest::run_ingest(ingest_options, link, stop.get_token());
     });
     // Runs with an x-hourglass-exchange target, released by the forward ladder.
     std::jthread forward_thread([&](std::stop_token) {

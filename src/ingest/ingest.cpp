@@ -52,9 +52,9 @@ std::string first_line(std::string_view text) {
 class IngestSession {
 public:
     IngestSession(const IngestOptions& options, const IngestSeams& seams,
-                  const WakeLoader& wake_loader, IngestMetrics& metrics)
+                  const LoaderLink& loader, IngestMetrics& metrics)
         : options_(options),
-          wake_loader_(wake_loader),
+          loader_(loader),
           metrics_(metrics),
           now_(seams.now),
           limits_(options.limits),
@@ -142,11 +142,20 @@ private:
         // Retried apart from the batch: a job still locked costs the batch no second wait.
         std::unordered_set<std::string> waiting_ids;
         if (!retrying) waiting_ids = waiting_ids_;
-        const auto apply = [this](std::span<const Command> part) { return store_->apply(part); };
+        // Jobs claimed at insert are handed to the loader as each part of the batch commits,
+        // whatever befalls the parts after it: a row leased to this loader and never handed
+        // over would be nobody's until this instance stops.
+        InsertClaims claims(loader_, offer_insert_claims(commands));
+        const auto apply = [&](std::span<const Command> part) {
+            auto outcomes = store_->apply(part, claims.offer());
+            claims.committed(part, outcomes);
+            return outcomes;
+        };
         const std::span<const Command> all(commands);
         auto outcomes = apply_isolating(all.first(retried), apply, waiting_ids);
         auto fresh = apply_isolating(all.subspan(retried), apply, waiting_ids);
         std::move(fresh.begin(), fresh.end(), std::back_inserter(outcomes));
+        claims.hand_over();
         bound_waiting(round, commands, outcomes);
 
         record_rejections(round, commands, outcomes);
@@ -187,11 +196,11 @@ private:
             }
             if ((outcome.status == CommandStatus::scheduled ||
                  outcome.status == CommandStatus::replaced) &&
-                outcome.due && *outcome.due <= horizon_end) {
+                !outcome.claimed && outcome.due && *outcome.due <= horizon_end) {
                 earliest_due = std::min(earliest_due.value_or(*outcome.due), *outcome.due);
             }
         }
-        if (earliest_due) wake_loader_(*earliest_due);
+        if (earliest_due && loader_.wake) loader_.wake(*earliest_due);
         // Rejections must be safe in the broker before the command is acked (never dropped).
         std::deque<Received> arrived_meanwhile;
         std::size_t arrived_bytes = 0;
@@ -293,8 +302,83 @@ private:
         }
     }
 
+    // Asks the loader for room to claim the batch's plain one-shot schedules due within the
+    // horizon at insert, and marks those that fit (claim_at_insert), earliest first in the
+    // batch's order; none without the loader's offer.
+    std::optional<InsertClaimOffer> offer_insert_claims(std::vector<Command>& commands) {
+        if (!loader_.offer_claims || !loader_.adopt_claims) return std::nullopt;
+        const auto eligible = [](const Command& command) -> const ScheduleCommand* {
+            const auto* job = std::get_if<ScheduleCommand>(&command.action);
+            if (!job || job->replace || job->cron || !job->exchange.empty()) return nullptr;
+            return job;
+        };
+        const auto horizon_end = now_() + options_.horizon;
+        std::size_t runs = 0;
+        std::size_t bytes = 0;
+        for (const auto& command : commands) {
+            const auto* job = eligible(command);
+            if (job && job->due_at <= horizon_end) {
+                ++runs;
+                bytes += job->body.size() + encoded_size(job->properties);
+            }
+        }
+        auto offer = loader_.offer_claims(runs, bytes);
+        if (!offer) return std::nullopt;
+        std::size_t taken_runs = 0;
+        std::size_t taken_bytes = 0;
+        for (auto& command : commands) {
+            const auto* job = eligible(command);
+            if (!job || job->due_at > offer->horizon_end) continue;
+            const auto job_bytes = job->body.size() + encoded_size(job->properties);
+            if (taken_runs == offer->runs || taken_bytes + job_bytes > offer->bytes) break;
+            std::get<ScheduleCommand>(command.action).claim_at_insert = true;
+            ++taken_runs;
+            taken_bytes += job_bytes;
+        }
+        return offer;
+    }
+
+    // One batch's claims at insert: the runs its committed parts leased to the loader, handed
+    // over once (hand_over, or the destructor when a later part failed), which also ends the
+    // offer's reservation.
+    class InsertClaims {
+    public:
+        InsertClaims(const LoaderLink& loader, std::optional<InsertClaimOffer> offer)
+            : loader_(loader), offer_(std::move(offer)) {}
+        ~InsertClaims() { hand_over(); }
+        InsertClaims(const InsertClaims&) = delete;
+        InsertClaims& operator=(const InsertClaims&) = delete;
+
+        const InsertClaimOffer* offer() const { return offer_ ? &*offer_ : nullptr; }
+        void committed(std::span<const Command> part, const std::vector<CommandOutcome>& outcomes) {
+            for (std::size_t i = 0; i < part.size() && i < outcomes.size(); ++i) {
+                if (!outcomes[i].claimed) continue;
+                const auto& job = std::get<ScheduleCommand>(part[i].action);
+                runs_.push_back(ClaimedRun{.id = job.id,
+                                           .routing_key = job.routing_key,
+                                           .exchange = {},
+                                           .body = job.body,
+                                           .properties = job.properties,
+                                           .due_at = job.due_at,
+                                           .run = 1,
+                                           .cron = std::nullopt,
+                                           .resent = false});
+            }
+        }
+        void hand_over() {
+            if (!offer_) return;
+            const auto offer = std::exchange(offer_, std::nullopt);
+            loader_.adopt_claims(*offer, std::exchange(runs_, {}));
+        }
+
+    private:
+        const LoaderLink& loader_;
+        std::optional<InsertClaimOffer> offer_;
+        std::vector<ClaimedRun> runs_;
+    };
+
     const IngestOptions& options_;
-    const WakeLoader& wake_loader_;
+    const LoaderLink& loader_;
     IngestMetrics& metrics_;
     const std::function<TimePoint()>& now_;
     CommandLimits limits_;  // the options' limits, bounded by this connection's frame_max
@@ -401,7 +485,7 @@ Message rejected_message(const Message& command, const std::string& exchange,
     return rejected;
 }
 
-void run_ingest(const IngestOptions& options, const WakeLoader& wake_loader, std::stop_token stop,
+void run_ingest(const IngestOptions& options, const LoaderLink& loader, std::stop_token stop,
                 IngestSeams seams) {
     if (!seams.open_store) {
         seams.open_store = [](const store::StoreOptions& store_options) {
@@ -417,7 +501,7 @@ void run_ingest(const IngestOptions& options, const WakeLoader& wake_loader, std
     if (!seams.now) seams.now = [] { return now_ms(); };
     IngestMetrics metrics(options.metrics->registry());
     run_with_reconnect("ingest", stop, [&] {
-        IngestSession session(options, seams, wake_loader, metrics);
+        IngestSession session(options, seams, loader, metrics);
         session.run(stop);
     });
 }

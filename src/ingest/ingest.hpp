@@ -17,6 +17,7 @@
 #include "amqp/connection.hpp"
 #include "delay/topology.hpp"
 #include "hourglass/command.hpp"
+#include "hourglass/job.hpp"
 #include "hourglass/metrics.hpp"
 #include "ingest/command_channel.hpp"
 #include "store/command_store.hpp"
@@ -41,8 +42,18 @@ struct IngestOptions {
     std::shared_ptr<metrics::ServiceMetrics> metrics = std::make_shared<metrics::ServiceMetrics>();
 };
 
-// Called after a commit that accepted jobs due within the horizon, with the earliest due time.
-using WakeLoader = std::function<void(TimePoint earliest_due)>;
+// What ingest tells this instance's loader. Members left empty are not called.
+struct LoaderLink {
+    // After a commit that accepted jobs due within the horizon that it did not claim at insert,
+    // with the earliest due time.
+    std::function<void(TimePoint earliest_due)> wake;
+    // Claims at insert (InsertClaimOffer, loader::Loader::offer_insert_claims): room for the
+    // plain one-shot schedules of a batch due within the horizon, asked for before the batch
+    // is applied, and the runs leased under it, handed over once the batch is committed (none
+    // if it failed).
+    std::function<std::optional<InsertClaimOffer>(std::size_t runs, std::size_t bytes)> offer_claims;
+    std::function<void(const InsertClaimOffer&, std::vector<ClaimedRun>)> adopt_claims;
+};
 
 // What ingest reaches outside itself. Every member left empty means the real thing
 // (store::JobStore, <prefix>.in on an AMQP connection, the process's one clock); unit tests
@@ -56,7 +67,7 @@ struct IngestSeams {
 
 // Consumes <prefix>.in until `stop`, reconnecting with backoff: commands are applied in
 // batches, and a batch is acked once committed and once its rejected copies are confirmed.
-void run_ingest(const IngestOptions& options, const WakeLoader& wake_loader, std::stop_token stop,
+void run_ingest(const IngestOptions& options, const LoaderLink& loader, std::stop_token stop,
                 IngestSeams seams = {});
 
 // The message published to hourglass.rejected for a rejected command: the command unchanged

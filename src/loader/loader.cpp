@@ -105,6 +105,91 @@ void Loader::wake_for(TimePoint due) {
     if (due - clock_now() <= options_.poll_interval + kClaimMargin) wake();
 }
 
+std::optional<InsertClaimOffer> Loader::offer_insert_claims(std::size_t runs, std::size_t bytes) {
+    if (runs == 0 || bytes == 0) return std::nullopt;
+    // A loader whose heartbeat is stale may have lost its claims to another instance.
+    if (!leases_.may_publish(seams_.steady_now())) return std::nullopt;
+    const auto now = clock_now();
+    std::lock_guard lock(mutex_);
+    if (!insert_claims_open_) return std::nullopt;
+    const auto held_bytes = in_memory_bytes_ - burst_bytes_ + reserved_bytes_;
+    InsertClaimOffer offer{
+        .owner = options_.owner,
+        .lease = options_.lease + ladder_.step(),  // as a claim's: the wait, then `lease`
+        .horizon_end = now + options_.horizon,
+        .runs = std::min(runs, claim_capacity()),
+        .bytes = std::min(bytes, options_.max_in_memory_bytes -
+                                     std::min(held_bytes, options_.max_in_memory_bytes)),
+        .epoch = claims_epoch_};
+    if (offer.runs == 0 || offer.bytes == 0) return std::nullopt;
+    reserved_runs_ += offer.runs;
+    reserved_bytes_ += offer.bytes;
+    ++open_offers_;
+    return offer;
+}
+
+void Loader::adopt_insert_claims(const InsertClaimOffer& offer, std::vector<ClaimedRun> runs) {
+    // Scheduled with the next claim, as one batch, so that the runs of an instant accepted over
+    // many small batches count toward a burst as they do when claimed (mark_bursts); at once if
+    // one is due before the next regular claim could take it (as wake_for).
+    const auto urgent_before = clock_now() + options_.poll_interval + kClaimMargin;
+    const bool urgent = std::any_of(runs.begin(), runs.end(),
+                                    [&](const ClaimedRun& run) { return run.due_at <= urgent_before; });
+    {
+        std::lock_guard lock(mutex_);
+        open_offers_ -= std::min<std::size_t>(open_offers_, 1);
+        if (runs.empty()) {
+            reserved_runs_ -= std::min(reserved_runs_, offer.runs);
+            reserved_bytes_ -= std::min(reserved_bytes_, offer.bytes);
+        } else {
+            adopted_.push_back(AdoptedClaims{.epoch = offer.epoch,
+                                             .reserved_runs = offer.runs,
+                                             .reserved_bytes = offer.bytes,
+                                             .runs = std::move(runs)});
+        }
+        if (urgent) wake_requested_ = true;
+    }
+    claimer_wake_.notify_one();  // also for a stop that waits for the offer (close_insert_claims)
+}
+
+Loader::AdoptedClaims Loader::take_insert_claims(bool stopping) {
+    std::vector<AdoptedClaims> adopted;
+    {
+        std::lock_guard lock(mutex_);
+        adopted.swap(adopted_);
+    }
+    AdoptedClaims taken;
+    std::lock_guard lock(mutex_);
+    for (auto& claims : adopted) {
+        if (claims.epoch == claims_epoch_ && !stopping) {
+            taken.reserved_runs += claims.reserved_runs;
+            taken.reserved_bytes += claims.reserved_bytes;
+            std::move(claims.runs.begin(), claims.runs.end(), std::back_inserter(taken.runs));
+            continue;
+        }
+        // Leased before the loader forgot its claims (others may have taken them over), or
+        // while it stops: given back for any instance to claim.
+        for (const auto& run : claims.runs) given_back_.push_back(run.id);
+        reserved_runs_ -= std::min(reserved_runs_, claims.reserved_runs);
+        reserved_bytes_ -= std::min(reserved_bytes_, claims.reserved_bytes);
+    }
+    return taken;
+}
+
+void Loader::end_reservation(const AdoptedClaims& claims) {
+    std::lock_guard lock(mutex_);
+    reserved_runs_ -= std::min(reserved_runs_, claims.reserved_runs);
+    reserved_bytes_ -= std::min(reserved_bytes_, claims.reserved_bytes);
+}
+
+void Loader::close_insert_claims() {
+    std::unique_lock lock(mutex_);
+    insert_claims_open_ = false;
+    // An ingest transaction lasts milliseconds; one that hangs longer leaves its runs leased
+    // to this instance, taken over once the lease ends.
+    claimer_wake_.wait_for(lock, std::chrono::seconds{2}, [&] { return open_offers_ == 0; });
+}
+
 std::size_t Loader::in_memory_runs() const {
     std::lock_guard lock(mutex_);
     return schedule_.size() + in_flight_;
@@ -344,6 +429,7 @@ void Loader::forget_lost_claims(store::ClaimStore& store) {
         forgotten = schedule_.size();
         while (!schedule_.empty()) forget_held(schedule_.take_top());
         ++schedule_generation_;
+        ++claims_epoch_;
     }
     store.release_all_claims(options_.owner);
     leases_.claims_forgotten();
@@ -363,12 +449,18 @@ void Loader::claim_loop(std::stop_token stop) {
         const auto connected = seams_.open_store(options_.store);
         auto& store = *connected;
         spdlog::info("loader: connected to PostgreSQL");
+        // No claims at insert while the claimer is away: it schedules them.
+        const auto close_on_exit = std::unique_ptr<Loader, void (*)(Loader*)>(this, [](Loader* loader) {
+            std::lock_guard lock(loader->mutex_);
+            loader->insert_claims_open_ = false;
+        });
         // Claims run every poll interval, at once when woken, and back to back while each
         // stops at its limit (a hotspot, or memory freed by confirms while one remains).
         auto next_claim = seams_.steady_now();
         bool backlog = true;
         while (true) {
             if (leases_.claims_lost()) forget_lost_claims(store);
+            if (stop.stop_requested()) take_insert_claims(true);  // gives them back
             std::vector<std::string> given_back;
             std::vector<std::string> deferred;
             bool threads_done = false;  // publisher and recorder, after `stop`
@@ -408,6 +500,7 @@ void Loader::claim_loop(std::stop_token stop) {
             retry.settled(seams_.steady_now(), !held_give_backs.empty(), tried_held);
             if (stop.stop_requested()) {
                 if (threads_done) {
+                    close_insert_claims();
                     finish_claims(store);
                     return;
                 }
@@ -418,7 +511,8 @@ void Loader::claim_loop(std::stop_token stop) {
                     std::lock_guard lock(mutex_);
                     limit.runs = claim_capacity();
                     limit.bytes = options_.max_in_memory_bytes -
-                                  std::min(in_memory_bytes_ - burst_bytes_, options_.max_in_memory_bytes);
+                                  std::min(in_memory_bytes_ - burst_bytes_ + reserved_bytes_,
+                                           options_.max_in_memory_bytes);
                     woken = std::exchange(wake_requested_, false);
                 }
                 const auto steady_now = seams_.steady_now();
@@ -450,11 +544,30 @@ void Loader::claim_loop(std::stop_token stop) {
                     }
                     // Runs given back wait for the next poll, as refused ones do.
                     if (!prepare_forward_ladder(runs)) backlog = false;
-                    schedule(std::move(runs));
-                    if (backlog) continue;
+                    // With the runs ingest claimed at insert meanwhile: one batch for bursts.
+                    const auto adopted = take_insert_claims(false);
+                    metrics_.count_claimed_at_insert(adopted.runs.size());
+                    runs.insert(runs.end(), std::make_move_iterator(adopted.runs.begin()),
+                                std::make_move_iterator(adopted.runs.end()));
+                    schedule(std::move(runs));  // counted as held before the reservation ends
+                    end_reservation(adopted);
+                } else if (claim_now) {
+                    const auto adopted = take_insert_claims(false);
+                    metrics_.count_claimed_at_insert(adopted.runs.size());
+                    schedule(std::vector<ClaimedRun>(std::make_move_iterator(adopted.runs.begin()),
+                                                     std::make_move_iterator(adopted.runs.end())));
+                    end_reservation(adopted);
                 }
+                // Ingest claims at insert only what no claim would take first: nothing is
+                // left in the store for want of room, and no burst waits there.
+                {
+                    std::lock_guard lock(mutex_);
+                    insert_claims_open_ = !backlog && !burst_cut_;
+                }
+                if (backlog && claim_now && limit.runs > 0 && given_back.empty()) continue;
             }
             std::unique_lock lock(mutex_);
+            if (stop.stop_requested()) insert_claims_open_ = false;
             auto wait = std::max(std::chrono::steady_clock::duration::zero(),
                                  next_claim - seams_.steady_now());
             if (burst_cut_) {
@@ -475,10 +588,11 @@ void Loader::claim_loop(std::stop_token stop) {
 }
 
 std::size_t Loader::claim_capacity() const {
-    // Burst runs have bounds of their own (mark_bursts).
-    const auto held = schedule_.size() + in_flight_ - burst_runs_;
+    // Burst runs have bounds of their own (mark_bursts); runs ingest may claim at insert count
+    // from their offer on.
+    const auto held = schedule_.size() + in_flight_ - burst_runs_ + reserved_runs_;
     if (held >= options_.max_in_memory_runs ||
-        in_memory_bytes_ - burst_bytes_ >= options_.max_in_memory_bytes) {
+        in_memory_bytes_ - burst_bytes_ + reserved_bytes_ >= options_.max_in_memory_bytes) {
         return 0;
     }
     return std::min(options_.claim_batch, options_.max_in_memory_runs - held);
@@ -594,6 +708,10 @@ void Loader::finish_claims(store::ClaimStore& store) {
     {
         std::lock_guard lock(mutex_);
         while (!schedule_.empty()) unpublished.push_back(schedule_.take_top().run->id);
+        for (const auto& claims : adopted_) {
+            for (const auto& run : claims.runs) unpublished.push_back(run.id);
+        }
+        adopted_.clear();
         in_memory_bytes_ = 0;
         burst_runs_ = 0;
         burst_bytes_ = 0;

@@ -146,6 +146,17 @@ public:
     void wake();
     void wake_for(TimePoint due);
 
+    // Claims at insert (InsertClaimOffer), called by ingest. Room for up to `runs` runs and
+    // `bytes` of their bodies and properties, reserved until adopt_insert_claims; none while
+    // the loader is not claiming (stopping, out of touch with PostgreSQL or its heartbeat), has
+    // due runs waiting in the store for room (they go first), or holds part of a burst back in
+    // the store. Ingest leases to it the jobs it inserts due by the offer's horizon_end.
+    std::optional<InsertClaimOffer> offer_insert_claims(std::size_t runs, std::size_t bytes);
+    // The runs ingest inserted leased under `offer` (none if its transaction failed): the
+    // claimer schedules them as if it had claimed them, or gives them back if it forgot its
+    // claims since the offer. Ends the offer's reservation.
+    void adopt_insert_claims(const InsertClaimOffer& offer, std::vector<ClaimedRun> runs);
+
     // Figures for metrics and tests.
     std::size_t in_memory_runs() const;
     std::uint64_t runs_handed_over() const noexcept { return handed_over_total_.load(); }
@@ -187,6 +198,16 @@ private:
     };
 
     void claim_loop(std::stop_token stop);
+    // Claims at insert (claimer thread; mutex_ not held). Takes the runs ingest leased to this
+    // loader since the last claim, with the room their offers reserved; gives back instead
+    // those leased before the loader forgot its claims, and every run when `stopping`.
+    struct AdoptedClaims;
+    AdoptedClaims take_insert_claims(bool stopping);
+    // Ends the reservation of runs taken, once they are scheduled (counted as held).
+    void end_reservation(const AdoptedClaims& claims);
+    // Waits, bounded, until ingest settled every offer it took (claimer thread, at a stop), so
+    // that no insert leases a run to this loader after it gave back its claims.
+    void close_insert_claims();
     void record_loop(std::stop_token stop);
     // Runs the next claim may take within the memory bounds (0 when full); mutex_ held.
     std::size_t claim_capacity() const;
@@ -270,6 +291,23 @@ private:
     std::vector<std::string> given_back_;
     // Claimed runs of a burst the burst bounds could not hold: given back to the store with them.
     std::vector<std::string> burst_deferred_;
+    // Claims at insert: whether offers are made (set by the claimer each round), the room the
+    // open offers reserve (counted as held by claim_capacity), and the runs ingest inserted
+    // under them, for the claimer to schedule with the reservation they end.
+    struct AdoptedClaims {
+        std::uint64_t epoch = 0;
+        std::size_t reserved_runs = 0;
+        std::size_t reserved_bytes = 0;
+        std::vector<ClaimedRun> runs;
+    };
+    bool insert_claims_open_ = false;
+    std::size_t open_offers_ = 0;
+    std::size_t reserved_runs_ = 0;
+    std::size_t reserved_bytes_ = 0;
+    std::vector<AdoptedClaims> adopted_;
+    // Bumped when the loader forgets its claims (forget_lost_claims): runs leased under an
+    // offer made before are given back, not published.
+    std::uint64_t claims_epoch_ = 0;
     std::uint64_t schedule_generation_ = 0;  // bumped on every push: the publisher re-plans
     bool wake_requested_ = false;
     bool publisher_done_ = false;

@@ -9,6 +9,10 @@ LoaderMetrics::LoaderMetrics(metrics::Registry& registry)
       runs_resent_(registry.add_counter(
           "hourglass_runs_resent_total",
           "Runs published again because their release was not observed (see --resend-after).")),
+      claimed_at_insert_(registry.add_counter(
+          "hourglass_runs_claimed_at_insert_total",
+          "Runs leased to this instance's loader as ingest inserted them (due within the "
+          "horizon while the loader had room), so that no claim had to take them.")),
       burst_runs_(registry.add_counter(
           "hourglass_burst_runs_total",
           "Runs of a burst (many due at one instant) published at their due time straight to the "

@@ -1,4 +1,5 @@
-// The loader's series (/metrics): runs handed over, re-sent and released as bursts, how late each hand-over was,
+// The loader's series (/metrics): runs handed over, re-sent, claimed at insert and released as
+// bursts, how late each hand-over was,
 // publishes awaiting a confirm, runs held in memory, hand-overs whose record waits for a lock,
 // the clock offset to PostgreSQL and the publisher's scheduling.
 #pragma once
@@ -18,6 +19,8 @@ public:
     // Runs recorded as handed over to the delay topology (confirmed by the broker).
     void count_runs_enqueued(std::size_t runs) noexcept { runs_enqueued_.increment(runs); }
     void count_runs_resent(std::size_t runs) noexcept { runs_resent_.increment(runs); }
+    // Runs ingest leased to this loader as it inserted them (claims at insert): no claim took them.
+    void count_claimed_at_insert(std::size_t runs) noexcept { claimed_at_insert_.increment(runs); }
     // Runs of a burst published at their due time straight to the release exchange.
     void count_burst_runs(std::size_t runs) noexcept { burst_runs_.increment(runs); }
     // How long after its publish instant (due − TTL) a run was published into a delay queue:
@@ -39,6 +42,7 @@ public:
 private:
     metrics::Counter& runs_enqueued_;
     metrics::Counter& runs_resent_;
+    metrics::Counter& claimed_at_insert_;
     metrics::Counter& burst_runs_;
     metrics::Histogram& handover_lateness_seconds_;
     metrics::Gauge& unconfirmed_publishes_;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "hourglass/command.hpp"
+#include "hourglass/job.hpp"
 
 namespace hourglass::store {
 
@@ -24,7 +25,10 @@ public:
     virtual ~CommandStore() = default;
     // Applies commands in order in one transaction; outcome i belongs to command i. Throws what
     // store::classify_failure calls busy when a job's row stays locked by another transaction.
-    virtual std::vector<CommandOutcome> apply(std::span<const Command> commands) = 0;
+    // With `claims`, the plain schedules marked claim_at_insert that it inserts are leased to
+    // claims->owner (outcome `claimed`); without, none is.
+    virtual std::vector<CommandOutcome> apply(std::span<const Command> commands,
+                                              const InsertClaimOffer* claims) = 0;
     // Keeps rejections for the console's list of recent ones.
     virtual void record_rejections(const std::vector<RecordedRejection>& rejections) = 0;
 };

@@ -30,7 +30,7 @@ constexpr const char* kClaimedRunColumns =
 constexpr const char* kJobRecordset =
     "jsonb_to_recordset($1::jsonb) AS x(id text, routing_key text, exchange text, "
     "due_at timestamptz, accepted_at timestamptz, body text, properties jsonb, cron text, "
-    "cron_tz text, cron_until timestamptz, cron_limit integer)";
+    "cron_tz text, cron_until timestamptz, cron_limit integer, leased boolean)";
 
 // How long ingest's transactions and the loader's and the audit's records wait for a row lock
 // another transaction holds. Their own locks last a statement; a longer one is an operator's
@@ -45,13 +45,17 @@ std::optional<TimePoint> optional_time_of(const pqxx::field& field) {
 }
 
 void prepare_statements(pqxx::connection& c) {
+    // Rows marked `leased` are claimed at insert by the loader $2 for $3 ms (NULL $2: none).
     c.prepare("insert_jobs",
               std::string("INSERT INTO jobs (id, routing_key, exchange, due_at, accepted_at, body, "
-                          "properties, cron, cron_tz, cron_until, cron_limit) "
+                          "properties, cron, cron_tz, cron_until, cron_limit, lease_owner, "
+                          "lease_until) "
                           "SELECT x.id, x.routing_key, x.exchange, x.due_at, x.accepted_at, "
                           "decode(x.body, 'base64'), x.properties, x.cron, x.cron_tz, "
-                          "x.cron_until, x.cron_limit FROM ") +
-                  kJobRecordset + " ON CONFLICT (id) DO NOTHING RETURNING id");
+                          "x.cron_until, x.cron_limit, CASE WHEN x.leased THEN $2::text END, "
+                          "CASE WHEN x.leased AND $2::text IS NOT NULL "
+                          "     THEN now() + $3 * interval '1 millisecond' END FROM ") +
+                  kJobRecordset + " ON CONFLICT (id) DO NOTHING RETURNING id, lease_owner IS NOT NULL");
     c.prepare("due_of_ids",
               "SELECT id, floor(extract(epoch FROM due_at) * 1000)::bigint FROM jobs "
               "WHERE id IN (SELECT jsonb_array_elements_text($1::jsonb))");
@@ -287,8 +291,8 @@ CommandOutcome schedule_one(pqxx::work& tx, const ScheduleCommand& job) {
     const json rows = json::array({job_row(job)});
     const auto existing = tx.exec_prepared("lock_job", job.id);
     if (existing.empty()) {
-        tx.exec_prepared("insert_jobs", rows.dump());
-        return {CommandStatus::scheduled, job.due_at, {}};
+        tx.exec_prepared("insert_jobs", rows.dump(), std::optional<std::string>{}, 0);
+        return {CommandStatus::scheduled, job.due_at, {}, false};
     }
     const auto state = existing[0][0].as<std::string>();
     const bool leased = existing[0][1].as<bool>();
@@ -325,19 +329,29 @@ CommandOutcome cancel_one(pqxx::work& tx, const CancelCommand& cancel) {
 
 // Plain schedules whose id occurs once in the batch go in one INSERT; the database says which
 // ids already existed (duplicates).
+// Those marked claim_at_insert are leased to the loader of `claims`, if any.
 void insert_in_bulk(pqxx::work& tx, std::span<const Command> commands,
-                    const std::vector<std::size_t>& indices, std::vector<CommandOutcome>& outcomes) {
+                    const std::vector<std::size_t>& indices, std::vector<CommandOutcome>& outcomes,
+                    const InsertClaimOffer* claims) {
     json rows = json::array();
-    for (const auto i : indices) rows.push_back(job_row(std::get<ScheduleCommand>(commands[i].action)));
-    std::unordered_map<std::string, bool> inserted;
-    for (const auto& row : tx.exec_prepared("insert_jobs", rows.dump())) {
-        inserted.emplace(row[0].as<std::string>(), true);
+    for (const auto i : indices) {
+        const auto& job = std::get<ScheduleCommand>(commands[i].action);
+        auto row = job_row(job);
+        if (claims && job.claim_at_insert) row["leased"] = true;
+        rows.push_back(std::move(row));
+    }
+    const std::optional<std::string> owner =
+        claims ? std::optional(claims->owner) : std::nullopt;
+    const auto lease_ms = claims ? claims->lease.count() : 0;
+    std::unordered_map<std::string, bool> inserted;  // id -> leased
+    for (const auto& row : tx.exec_prepared("insert_jobs", rows.dump(), owner, lease_ms)) {
+        inserted.emplace(row[0].as<std::string>(), row[1].as<bool>());
     }
     json duplicate_ids = json::array();
     for (const auto i : indices) {
         const auto& job = std::get<ScheduleCommand>(commands[i].action);
-        if (inserted.count(job.id)) {
-            outcomes[i] = {CommandStatus::scheduled, job.due_at, {}};
+        if (const auto found = inserted.find(job.id); found != inserted.end()) {
+            outcomes[i] = {CommandStatus::scheduled, job.due_at, {}, found->second};
         } else {
             duplicate_ids.push_back(job.id);
         }
@@ -349,7 +363,7 @@ void insert_in_bulk(pqxx::work& tx, std::span<const Command> commands,
     }
     for (const auto i : indices) {
         const auto& job = std::get<ScheduleCommand>(commands[i].action);
-        if (inserted.count(job.id)) continue;
+        if (inserted.contains(job.id)) continue;
         const auto due = existing_due.find(job.id);
         outcomes[i] = {CommandStatus::duplicate,
                        due == existing_due.end() ? std::nullopt : std::optional(due->second),
@@ -430,7 +444,8 @@ JobStore::JobStore(const StoreOptions& options)
 
 JobStore::~JobStore() = default;
 
-std::vector<CommandOutcome> JobStore::apply(std::span<const Command> commands) {
+std::vector<CommandOutcome> JobStore::apply(std::span<const Command> commands,
+                                            const InsertClaimOffer* claims) {
     std::vector<CommandOutcome> outcomes(commands.size());
     std::unordered_map<std::string, int> occurrences;
     for (const auto& command : commands) {
@@ -448,7 +463,7 @@ std::vector<CommandOutcome> JobStore::apply(std::span<const Command> commands) {
     // ingest applies the others while that command waits. The loader's and the audit's own
     // row locks last a statement: a command that meets a long one only waits a little longer.
     tx.exec(kBriefRowLockWait);
-    if (!bulk.empty()) insert_in_bulk(tx, commands, bulk, outcomes);
+    if (!bulk.empty()) insert_in_bulk(tx, commands, bulk, outcomes, claims);
     for (std::size_t i = 0, next_bulk = 0; i < commands.size(); ++i) {
         if (next_bulk < bulk.size() && bulk[next_bulk] == i) {
             ++next_bulk;

@@ -48,7 +48,12 @@ public:
 
     // Applies commands in order in one transaction; outcome i belongs to command i.
     // Rejections are passed through (outcome `rejected`) without touching the database.
-    std::vector<CommandOutcome> apply(std::span<const Command> commands) override;
+    // Claims at insert (see CommandStore) take the multi-row insert of plain schedules only.
+    std::vector<CommandOutcome> apply(std::span<const Command> commands,
+                                      const InsertClaimOffer* claims) override;
+    std::vector<CommandOutcome> apply(std::span<const Command> commands) {
+        return apply(commands, nullptr);
+    }
 
     // Claims pending runs due at or before `horizon_end` (and runs whose lease held by another
     // owner expired), earliest first and within `limit` (runs, and bytes of their bodies and

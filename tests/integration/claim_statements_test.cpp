@@ -82,6 +82,50 @@ TEST_F(ClaimStatements, recording_a_hand_over_reads_its_runs_by_id_not_every_run
     EXPECT_LT(after.leased_entries - before.leased_entries, static_cast<long>(kRecorded));
 }
 
+// Claims at insert (reference §6.2): the plain schedules ingest marks are inserted leased to
+// the loader of the offer, as a claim would lease them, so that no claim takes them; a
+// duplicate, a replace and anything applied without an offer stay for the claims.
+TEST_F(ClaimStatements, jobs_claimed_at_insert_are_leased_to_the_offers_loader_and_no_claim_takes_them) {
+    store::migrate(*db_, schema_, false);
+    store::JobStore store({pg_url_, schema_});
+    const auto due = now_ms() + 10s;
+    const auto schedule = [&](const std::string& id, bool claim, bool replace = false) {
+        ScheduleCommand job;
+        job.id = id;
+        job.routing_key = "jobs.test";
+        job.due_at = due;
+        job.accepted_at = now_ms();
+        job.replace = replace;
+        job.claim_at_insert = claim;
+        return Command{job, id, std::nullopt, std::nullopt};
+    };
+    store.apply(std::vector<Command>{schedule("c-dup", false)});
+    const InsertClaimOffer offer{.owner = "loader-a", .lease = 31s, .horizon_end = due, .runs = 4,
+                                 .bytes = 1u << 20, .epoch = 1};
+    const std::vector<Command> commands = {schedule("c-1", true), schedule("c-2", false),
+                                           schedule("c-dup", true), schedule("c-replace", true, true)};
+    const auto outcomes = store.apply(commands, &offer);
+    ASSERT_EQ(outcomes.size(), 4u);
+    EXPECT_EQ(outcomes[0].status, CommandStatus::scheduled);
+    EXPECT_TRUE(outcomes[0].claimed);
+    EXPECT_FALSE(outcomes[1].claimed);
+    EXPECT_EQ(outcomes[2].status, CommandStatus::duplicate);
+    EXPECT_FALSE(outcomes[2].claimed);
+    EXPECT_EQ(outcomes[3].status, CommandStatus::scheduled);  // a replace of no job inserts it
+    EXPECT_FALSE(outcomes[3].claimed);
+    // Marked, but applied without an offer (the loader had no room): not leased.
+    EXPECT_FALSE(store.apply(std::vector<Command>{schedule("c-no-offer", true)})[0].claimed);
+
+    EXPECT_EQ(sql("SELECT string_agg(id || '=' || COALESCE(lease_owner, '-'), ',' ORDER BY id) "
+                  "FROM jobs")[0][0].as<std::string>(),
+              "c-1=loader-a,c-2=-,c-dup=-,c-no-offer=-,c-replace=-");
+    EXPECT_TRUE(sql("SELECT lease_until BETWEEN now() + interval '30 s' AND now() + interval '32 s' "
+                    "AND state = 'pending' FROM jobs WHERE id = 'c-1'")[0][0].as<bool>());
+    std::set<std::string> claimed;
+    for (const auto& run : store.claim_due("loader-b", due + 1s, 10, 60s)) claimed.insert(run.id);
+    EXPECT_EQ(claimed, (std::set<std::string>{"c-2", "c-dup", "c-no-offer", "c-replace"}));
+}
+
 TEST_F(ClaimStatements, a_burst_into_an_empty_table_is_claimed_by_id_not_by_scanning_the_table) {
     store::migrate(*db_, schema_, false);
     // Nothing re-plans behind the test's back: an ANALYZE would drop a cached plan.

@@ -117,6 +117,46 @@ TEST_F(Pipeline, jobs_are_never_released_before_due_and_delay_zero_is_prompt) {
     EXPECT_EQ(ids.size(), delays.size());
 }
 
+// Claims at insert: a job accepted due within the horizon is leased to the loader as it is
+// inserted and handed over without a claim; one due beyond it is claimed when it comes near.
+TEST_F(Pipeline, jobs_due_within_the_horizon_are_claimed_at_insert_and_released_on_time) {
+    auto& process = start_hourglass({"--horizon", "4s"});
+    Client client(amqp_url_);
+    client.subscribe(out_exchange(), "#");
+    const auto claimed_at_insert = [&] {
+        const auto text = http_get(process.http_port(), "/metrics").body;
+        const std::string name = "\nhourglass_runs_claimed_at_insert_total ";
+        const auto at = text.find(name);
+        return at == std::string::npos ? -1.0 : std::stod(text.substr(at + name.size()));
+    };
+    // Once a first job went through, the loader has claimed with nothing left behind.
+    client.publish_all({delayed("warm-up", 0)});
+    ASSERT_EQ(client.drain(1000ms, 10s).size(), 1u);
+    const auto before = claimed_at_insert();
+    ASSERT_GE(before, 0) << "no hourglass_runs_claimed_at_insert_total series";
+
+    std::vector<Message> jobs;
+    for (int i = 0; i < 20; ++i) jobs.push_back(delayed("near-" + std::to_string(i), 300 + 100 * i));
+    jobs.push_back(delayed("beyond-0", 6000));
+    jobs.push_back(delayed("beyond-1", 6500));
+    client.publish_all(jobs);
+    const auto received = client.drain(5000ms, 20s);  // 3.8 s pass between near-19 and beyond-0
+    ASSERT_EQ(received.size(), jobs.size());
+    std::set<std::string> ids;
+    for (const auto& r : received) {
+        const auto id = string_header(r.message, "x-hourglass-id");
+        const auto due = parse_rfc3339(string_header(r.message, "x-hourglass-due"));
+        ASSERT_TRUE(due) << id;
+        ids.insert(id);
+        EXPECT_GE(r.received_at, *due) << id << " early";
+        EXPECT_LE(r.received_at - *due, 200ms) << id;
+        EXPECT_EQ(r.message.body, "job " + id) << id;
+    }
+    EXPECT_EQ(ids.size(), jobs.size()) << "a duplicate";
+    EXPECT_EQ(claimed_at_insert() - before, 20) << "the 20 due within the horizon, not the 2 beyond";
+    EXPECT_TRUE(eventually("SELECT count(*) FROM jobs WHERE state = 'done'", std::to_string(jobs.size() + 1)));
+}
+
 // The queue a release expired from, from RabbitMQ's x-death header (empty if absent).
 std::string expired_from(const Message& message) {
     const auto* death = find_header(message.properties, "x-death");

@@ -114,7 +114,8 @@ private:
 class FakeStore final : public store::CommandStore {
 public:
     explicit FakeStore(FakeWorld& world) : world_(world) {}
-    std::vector<CommandOutcome> apply(std::span<const Command> commands) override {
+    std::vector<CommandOutcome> apply(std::span<const Command> commands,
+                                      const InsertClaimOffer* claims) override {
         std::lock_guard lock(world_.mutex);
         if (!world_.database_reachable) throw std::runtime_error("connection to server lost");
         for (const auto& command : commands) {
@@ -131,7 +132,9 @@ public:
                 outcomes.push_back({CommandStatus::rejected, std::nullopt, rejection->error});
             } else if (const auto* schedule = std::get_if<ScheduleCommand>(&command.action)) {
                 world_.stored.push_back(*schedule);
-                outcomes.push_back({CommandStatus::scheduled, schedule->due_at, {}});
+                const bool claimed = claims && schedule->claim_at_insert;
+                if (claimed) world_.log.push_back("lease " + schedule->id + " to " + claims->owner);
+                outcomes.push_back({CommandStatus::scheduled, schedule->due_at, {}, claimed});
             } else {
                 outcomes.push_back({CommandStatus::not_found, std::nullopt, {}});
             }
@@ -171,8 +174,15 @@ protected:
     std::jthread ingest;
     std::atomic<int> wakes{0};
     std::atomic<TimePoint> earliest_due_woken_for{};
+    // The loader as ingest sees it: wakes (start() sets it), and claims at insert if a test
+    // sets them.
+    LoaderLink loader;
 
     void start() {
+        loader.wake = [this](TimePoint due) {
+            earliest_due_woken_for = due;
+            ++wakes;
+        };
         IngestSeams seams;
         seams.open_store = [this](const store::StoreOptions&) {
             return std::make_unique<FakeStore>(world);
@@ -186,13 +196,7 @@ protected:
         };
         seams.now = [] { return kNoon; };
         ingest = std::jthread([this, seams] {
-            run_ingest(
-                options,
-                [this](TimePoint due) {
-                    earliest_due_woken_for = due;
-                    ++wakes;
-                },
-                stop.get_token(), seams);
+            run_ingest(options, loader, stop.get_token(), seams);
         });
     }
     void finish() {
@@ -337,6 +341,104 @@ TEST_F(IngestSessionTest, the_loader_is_told_the_earliest_due_time_a_commit_acce
     finish();
     EXPECT_EQ(wakes.load(), 1);
     EXPECT_EQ(earliest_due_woken_for.load(), kNoon + 2s);
+}
+
+// Claims at insert: ingest asks the loader for room for the plain one-shot schedules due within
+// the horizon, leases those that fit as it inserts them, and hands them over after the commit;
+// the loader is woken only for the accepted jobs due within the horizon it did not claim.
+class IngestInsertClaims : public IngestSessionTest {
+protected:
+    struct Adopted {
+        std::string owner;
+        std::vector<std::string> ids;
+    };
+    std::mutex adopted_mutex;
+    std::vector<Adopted> adopted;  // one entry per offer ended, in order
+    std::vector<std::pair<std::size_t, std::size_t>> asked;  // (runs, bytes) per offer asked
+    std::size_t offered_runs = 1000;
+
+    void link_claims() {
+        loader.offer_claims = [this](std::size_t runs, std::size_t bytes) {
+            std::lock_guard lock(adopted_mutex);
+            asked.emplace_back(runs, bytes);
+            return std::optional(InsertClaimOffer{.owner = "loader-1",
+                                                  .lease = 31s,
+                                                  .horizon_end = kNoon + 60s,
+                                                  .runs = std::min(runs, offered_runs),
+                                                  .bytes = bytes,
+                                                  .epoch = 7});
+        };
+        loader.adopt_claims = [this](const InsertClaimOffer& offer, std::vector<ClaimedRun> runs) {
+            std::lock_guard lock(adopted_mutex);
+            Adopted entry{offer.owner, {}};
+            for (const auto& run : runs) {
+                EXPECT_EQ(run.run, 1);
+                EXPECT_EQ(run.body, "body of " + run.id);
+                EXPECT_EQ(run.routing_key, "jobs." + run.id);
+                entry.ids.push_back(run.id);
+            }
+            adopted.push_back(std::move(entry));
+        };
+    }
+    std::vector<Adopted> adoptions() {
+        std::lock_guard lock(adopted_mutex);
+        return adopted;
+    }
+};
+
+TEST_F(IngestInsertClaims, jobs_due_within_the_horizon_are_leased_within_the_offer_and_handed_over) {
+    options.batch_size = 5;
+    options.batch_wait = 1h;
+    options.horizon = 60s;
+    offered_runs = 2;
+    options.limits.first_cron_run = [](const CronSpec&, TimePoint after)
+        -> std::variant<TimePoint, std::string> { return after + 30s; };
+    link_claims();
+    world.send(delayed("a", 1000));
+    world.send(delayed("far", 61000));  // beyond the horizon: claimed later
+    world.send(command("cron", {{"x-cron", std::string("* * * * *")}}));  // recurring: claimed
+    world.send(delayed("b", 2000));
+    world.send(delayed("c", 3000));  // within the horizon, past the offer's two runs
+    start();
+    ASSERT_TRUE(eventually(ends_with("ack 5")));
+    finish();
+    // The loader was asked for room for the three due within the horizon, 10 bytes each plus
+    // their properties, and offered two.
+    ASSERT_EQ(asked.size(), 1u);
+    EXPECT_EQ(asked[0].first, 3u);
+    EXPECT_GE(asked[0].second, 30u);
+    EXPECT_EQ(world.events(),
+              (std::vector<std::string>{"apply 5", "lease a to loader-1", "lease b to loader-1",
+                                        "ack 5"}));
+    const auto handed = adoptions();
+    ASSERT_EQ(handed.size(), 1u);
+    EXPECT_EQ(handed[0].owner, "loader-1");
+    EXPECT_EQ(handed[0].ids, (std::vector<std::string>{"a", "b"}));
+    // Woken for c only: the earliest accepted within the horizon that no claim at insert took.
+    EXPECT_EQ(wakes.load(), 1);
+    EXPECT_EQ(earliest_due_woken_for.load(), kNoon + 3s);
+}
+
+TEST_F(IngestInsertClaims, a_batch_that_fails_ends_its_offer_with_no_runs_and_is_not_acked) {
+    options.batch_size = 1;
+    options.batch_wait = 1h;
+    link_claims();
+    world.database_reachable = false;
+    world.send(delayed("a", 1000));
+    start();
+    ASSERT_TRUE(eventually([&](const auto&) { return !adoptions().empty(); }));
+    {
+        std::lock_guard lock(world.mutex);
+        world.database_reachable = true;
+    }
+    ASSERT_TRUE(eventually(ends_with("ack 1")));
+    finish();
+    const auto handed = adoptions();
+    ASSERT_GE(handed.size(), 2u);
+    for (std::size_t i = 0; i + 1 < handed.size(); ++i) {
+        EXPECT_TRUE(handed[i].ids.empty()) << "attempt " << i << " leased nothing";
+    }
+    EXPECT_EQ(handed.back().ids, std::vector<std::string>{"a"});
 }
 
 TEST_F(IngestSessionTest, a_batch_ends_at_batch_bytes_of_bodies) {

@@ -312,26 +312,25 @@ private:
             if (!job || job->replace || job->cron || !job->exchange.empty()) return nullptr;
             return job;
         };
+        // The candidates and their bytes as the loader counts them (body and properties).
         const auto horizon_end = now_() + options_.horizon;
-        std::size_t runs = 0;
+        std::vector<std::pair<ScheduleCommand*, std::size_t>> candidates;
         std::size_t bytes = 0;
-        for (const auto& command : commands) {
+        for (auto& command : commands) {
             const auto* job = eligible(command);
-            if (job && job->due_at <= horizon_end) {
-                ++runs;
-                bytes += job->body.size() + encoded_size(job->properties);
-            }
+            if (!job || job->due_at > horizon_end) continue;
+            auto& schedule = std::get<ScheduleCommand>(command.action);
+            candidates.emplace_back(&schedule, job->body.size() + encoded_size(job->properties));
+            bytes += candidates.back().second;
         }
-        auto offer = loader_.offer_claims(runs, bytes);
+        auto offer = loader_.offer_claims(candidates.size(), bytes);
         if (!offer) return std::nullopt;
         std::size_t taken_runs = 0;
         std::size_t taken_bytes = 0;
-        for (auto& command : commands) {
-            const auto* job = eligible(command);
-            if (!job || job->due_at > offer->horizon_end) continue;
-            const auto job_bytes = job->body.size() + encoded_size(job->properties);
+        for (const auto& [job, job_bytes] : candidates) {
+            if (job->due_at > offer->horizon_end) continue;
             if (taken_runs == offer->runs || taken_bytes + job_bytes > offer->bytes) break;
-            std::get<ScheduleCommand>(command.action).claim_at_insert = true;
+            job->claim_at_insert = true;
             ++taken_runs;
             taken_bytes += job_bytes;
         }

@@ -176,10 +176,16 @@ Loader::AdoptedClaims Loader::take_insert_claims(bool stopping) {
     return taken;
 }
 
-void Loader::end_reservation(const AdoptedClaims& claims) {
+void Loader::schedule_with_insert_claims(std::vector<ClaimedRun> claimed) {
+    auto adopted = take_insert_claims(false);
+    metrics_.count_claimed_at_insert(adopted.runs.size());
+    claimed.insert(claimed.end(), std::make_move_iterator(adopted.runs.begin()),
+                   std::make_move_iterator(adopted.runs.end()));
+    schedule(std::move(claimed));
+    // Scheduled, they count as held: their offers' room is no longer reserved.
     std::lock_guard lock(mutex_);
-    reserved_runs_ -= std::min(reserved_runs_, claims.reserved_runs);
-    reserved_bytes_ -= std::min(reserved_bytes_, claims.reserved_bytes);
+    reserved_runs_ -= std::min(reserved_runs_, adopted.reserved_runs);
+    reserved_bytes_ -= std::min(reserved_bytes_, adopted.reserved_bytes);
 }
 
 void Loader::close_insert_claims() {
@@ -544,19 +550,9 @@ void Loader::claim_loop(std::stop_token stop) {
                     }
                     // Runs given back wait for the next poll, as refused ones do.
                     if (!prepare_forward_ladder(runs)) backlog = false;
-                    // With the runs ingest claimed at insert meanwhile: one batch for bursts.
-                    const auto adopted = take_insert_claims(false);
-                    metrics_.count_claimed_at_insert(adopted.runs.size());
-                    runs.insert(runs.end(), std::make_move_iterator(adopted.runs.begin()),
-                                std::make_move_iterator(adopted.runs.end()));
-                    schedule(std::move(runs));  // counted as held before the reservation ends
-                    end_reservation(adopted);
+                    schedule_with_insert_claims(std::move(runs));
                 } else if (claim_now) {
-                    const auto adopted = take_insert_claims(false);
-                    metrics_.count_claimed_at_insert(adopted.runs.size());
-                    schedule(std::vector<ClaimedRun>(std::make_move_iterator(adopted.runs.begin()),
-                                                     std::make_move_iterator(adopted.runs.end())));
-                    end_reservation(adopted);
+                    schedule_with_insert_claims({});
                 }
                 // Ingest claims at insert only what no claim would take first: nothing is
                 // left in the store for want of room, and no burst waits there.

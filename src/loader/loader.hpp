@@ -203,8 +203,9 @@ private:
     // those leased before the loader forgot its claims, and every run when `stopping`.
     struct AdoptedClaims;
     AdoptedClaims take_insert_claims(bool stopping);
-    // Ends the reservation of runs taken, once they are scheduled (counted as held).
-    void end_reservation(const AdoptedClaims& claims);
+    // Schedules `claimed` (a claim's runs) with the runs taken above, as one batch, so that the
+    // runs of an instant count toward a burst however they came (mark_bursts).
+    void schedule_with_insert_claims(std::vector<ClaimedRun> claimed);
     // Waits, bounded, until ingest settled every offer it took (claimer thread, at a stop), so
     // that no insert leases a run to this loader after it gave back its claims.
     void close_insert_claims();

@@ -19,6 +19,8 @@ namespace hourglass {
 namespace header {
 inline constexpr std::string_view kDelay = "x-delay";
 inline constexpr std::string_view kScheduleAt = "x-schedule-at";
+// RabbitMQ 4.4 quorum queues' delay header (epoch ms or an AMQP timestamp): as x-schedule-at.
+inline constexpr std::string_view kDeliveryTime = "x-opt-delivery-time";
 inline constexpr std::string_view kCron = "x-cron";
 inline constexpr std::string_view kCronTz = "x-cron-tz";
 inline constexpr std::string_view kCronUntil = "x-cron-until";

@@ -57,6 +57,9 @@ struct HandedOverRun {
     // Set when its release is observed through another run's: the last run of its release
     // group (same delay queue, same due time), which left the queue after it.
     std::optional<RunRef> observed_with;
+    // When it was published (the one clock): its enqueued_at, never after its release. Empty:
+    // the time of the record.
+    std::optional<TimePoint> handed_at = std::nullopt;
 };
 
 // A release observed by the audit consumer.

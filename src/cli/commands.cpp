@@ -211,7 +211,8 @@ int run_service(const ServiceOptions& options) {
             http::Endpoints{
                 [&] { return service_metrics->registry().render_prometheus(); },
                 [&] { return http::readiness_problem(*service_metrics, !options.no_audit); },
-                [&](httplib::Server& server) { console.add_routes(server); }});
+                [&](httplib::Server& server) { console.add_routes(server); },
+                options.http_allow_hosts});
         spdlog::info("http: /metrics, /healthz, /readyz and the console ({}) on {}:{}",
                      options.console_token.empty() ? "read-only" : "cancel with the token",
                      http_address->host, http_server->port());

@@ -165,6 +165,11 @@ void add_service_options(CLI::App& run, ServiceOptions& options) {
                 return std::string(error.what());
             }
         });
+    run.add_option("--http-allow-host", options.http_allow_hosts,
+                   "Host names the HTTP endpoint answers besides its listen address, IP "
+                   "addresses and localhost (e.g. the name a proxy forwards); comma-separated")
+        ->envname("HOURGLASS_HTTP_ALLOW_HOST")
+        ->delimiter(',');
 }
 
 void add_console_options(CLI::App& run, ServiceOptions& options) {

@@ -48,6 +48,8 @@ struct ServiceOptions {
     std::string log_level = "info";
     std::string log_format = "text";
     std::string http = "127.0.0.1:9464";  // "" or "off": no HTTP endpoint
+    // Host names the HTTP endpoint answers besides its address (http::HostPolicy).
+    std::vector<std::string> http_allow_hosts;
     std::string config;                   // config file, applied by main
     // Operator token for cancel on the console (reference §9); empty: the console is read-only.
     std::string console_token;

@@ -2,6 +2,10 @@
 
 #include <httplib.h>
 
+#include <arpa/inet.h>
+
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <stdexcept>
 
@@ -34,6 +38,42 @@ ListenAddress parse_listen_address(std::string_view text) {
     return {std::string(host), port};
 }
 
+namespace {
+
+bool equal_ignoring_case(std::string_view a, std::string_view b) {
+    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+        return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+    });
+}
+
+bool is_ip_literal(const std::string& host) {
+    unsigned char address[16];
+    return inet_pton(AF_INET, host.c_str(), address) == 1 ||
+           inet_pton(AF_INET6, host.c_str(), address) == 1;
+}
+
+}  // namespace
+
+bool HostPolicy::allows(std::string_view host_header) const {
+    if (host_header.empty()) return true;
+    // "name", "name:port", "[v6]", "[v6]:port".
+    std::string_view host = host_header;
+    if (host.front() == '[') {
+        const auto close = host.find(']');
+        if (close == std::string_view::npos) return false;
+        const auto rest = host.substr(close + 1);
+        if (!rest.empty() && rest.front() != ':') return false;
+        host = host.substr(1, close - 1);
+    } else if (const auto colon = host.find(':'); colon != std::string_view::npos) {
+        host = host.substr(0, colon);
+    }
+    if (host.empty()) return false;
+    if (is_ip_literal(std::string(host))) return true;
+    if (equal_ignoring_case(host, "localhost") || equal_ignoring_case(host, listen_host)) return true;
+    return std::any_of(allowed_names.begin(), allowed_names.end(),
+                       [&](const std::string& name) { return equal_ignoring_case(host, name); });
+}
+
 HttpServer::HttpServer(const ListenAddress& address, Endpoints endpoints)
     : server_(std::make_unique<httplib::Server>()) {
     // A scrape or a probe is tiny; the console's requests take one database connection in
@@ -45,6 +85,19 @@ HttpServer::HttpServer(const ListenAddress& address, Endpoints endpoints)
         const int yes = 1;
         setsockopt(socket, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
     });
+    // Checked before any route, so that no endpoint answers a rebound name.
+    server_->set_pre_routing_handler(
+        [policy = HostPolicy{address.host, endpoints.allowed_hosts}](
+            const httplib::Request& request, httplib::Response& response) {
+            if (policy.allows(request.get_header_value("Host"))) {
+                return httplib::Server::HandlerResponse::Unhandled;
+            }
+            response.status = 421;  // Misdirected Request
+            response.set_content("this endpoint does not answer for that Host; allow the name "
+                                 "with --http-allow-host\n",
+                                 "text/plain; charset=utf-8");
+            return httplib::Server::HandlerResponse::Handled;
+        });
     server_->Get("/metrics", [metrics = endpoints.metrics](const httplib::Request&,
                                                            httplib::Response& response) {
         response.set_content(metrics(), std::string(metrics::kPrometheusContentType).c_str());

@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <vector>
 
 namespace httplib {
 class Server;
@@ -27,10 +28,23 @@ struct ListenAddress {
 // "host:port", "[ipv6]:port"; throws std::invalid_argument naming the text.
 ListenAddress parse_listen_address(std::string_view text);
 
+// Which `Host` headers the endpoint answers (no DNS rebinding: a web page on a name the
+// attacker controls, resolved to this address, must not read /api/search). Answered: no Host
+// at all (not a browser), an IP address literal (its origin is the address itself), the listen
+// host, `localhost`, and the names the operator allows (--http-allow-host), each with or
+// without a port. Names compare case-insensitively.
+struct HostPolicy {
+    std::string listen_host;
+    std::vector<std::string> allowed_names;
+    bool allows(std::string_view host_header) const;
+};
+
 struct Endpoints {
     std::function<std::string()> metrics;                           // body of /metrics
     std::function<std::optional<std::string>()> readiness_problem;  // nothing: ready
     std::function<void(httplib::Server&)> add_routes;                // may be empty
+    // Host names allowed besides the listen address and IP literals (HostPolicy).
+    std::vector<std::string> allowed_hosts = {};
 };
 
 class HttpServer {

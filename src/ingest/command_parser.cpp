@@ -147,8 +147,10 @@ bool storable_time(TimePoint time) {
     return ms >= kMinDueEpochMs && ms <= kMaxDueEpochMs;
 }
 
-TimePoint due_from_schedule_at(const FieldValue& value, TimePoint received_at,
-                               const CommandLimits& limits) {
+// x-schedule-at and x-opt-delivery-time (`name`): an absolute due time, the same forms and
+// bounds for both.
+TimePoint due_from_absolute_time(std::string_view name, const FieldValue& value,
+                                 TimePoint received_at, const CommandLimits& limits) {
     std::optional<TimePoint> due;
     if (const auto* timestamp = std::get_if<Timestamp>(&value.value)) {
         if (timestamp->seconds <= static_cast<std::uint64_t>(kMaxDueEpochMs / 1000))
@@ -157,22 +159,22 @@ TimePoint due_from_schedule_at(const FieldValue& value, TimePoint received_at,
                                                                 "0123456789") != std::string::npos) {
         due = parse_rfc3339(*text);
         if (due && !storable_time(*due)) {
-            reject("x-schedule-at: " + describe(value) +
+            reject(header_name(name) + ": " + describe(value) +
                    " is out of range (years 0001 to 9999 in UTC)");
         }
         if (!due) {
-            reject("x-schedule-at: " + describe(value) +
+            reject(header_name(name) + ": " + describe(value) +
                    " is not an RFC 3339 time with offset (e.g. 2026-11-22T09:30:00.250Z) or "
                    "epoch milliseconds");
         }
     } else if (const auto epoch_ms = integer_of(value)) {
         if (*epoch_ms >= 0 && *epoch_ms <= kMaxDueEpochMs) due = from_epoch_ms(*epoch_ms);
     } else {
-        reject("x-schedule-at: " + describe(value) +
+        reject(header_name(name) + ": " + describe(value) +
                " is neither an RFC 3339 string nor epoch milliseconds");
     }
-    if (!due) reject("x-schedule-at: " + describe(value) + " is out of range");
-    return checked_due("x-schedule-at", value, *due, received_at, limits);
+    if (!due) reject(header_name(name) + ": " + describe(value) + " is out of range");
+    return checked_due(name, value, *due, received_at, limits);
 }
 
 CronSpec cron_from_headers(const BasicProperties& properties, const FieldValue& expression) {
@@ -251,7 +253,7 @@ void check_name(std::string_view what, const std::string& name) {
 
 // The properties the job will be released with (reference §3.1).
 BasicProperties release_properties(BasicProperties properties, const std::string& id) {
-    for (const auto name : {header::kDelay, header::kScheduleAt, header::kCron, header::kCronTz,
+    for (const auto name : {header::kDelay, header::kScheduleAt, header::kDeliveryTime, header::kCron, header::kCronTz,
                             header::kCronUntil, header::kCronLimit, header::kReplace,
                             header::kCancel, header::kReplyTo}) {
         remove_header(properties, name);
@@ -306,16 +308,19 @@ Command parse_or_throw(const Message& message, TimePoint received_at, const Comm
 
     const auto* delay = find_header(properties, header::kDelay);
     const auto* schedule_at = find_header(properties, header::kScheduleAt);
+    const auto* delivery_time = find_header(properties, header::kDeliveryTime);
     const auto* cron = find_header(properties, header::kCron);
-    const int time_headers = (delay ? 1 : 0) + (schedule_at ? 1 : 0) + (cron ? 1 : 0);
+    const int time_headers =
+        (delay ? 1 : 0) + (schedule_at ? 1 : 0) + (delivery_time ? 1 : 0) + (cron ? 1 : 0);
     if (time_headers == 0) {
-        reject("no time header: set exactly one of x-delay, x-schedule-at or x-cron");
+        reject("no time header: set exactly one of x-delay, x-schedule-at, x-opt-delivery-time "
+               "or x-cron");
     }
     if (time_headers > 1) {
         std::string names;
         for (const auto& [name, present] :
              {std::pair{header::kDelay, delay}, {header::kScheduleAt, schedule_at},
-              {header::kCron, cron}}) {
+              {header::kDeliveryTime, delivery_time}, {header::kCron, cron}}) {
             if (present) names += (names.empty() ? "" : " and ") + std::string(name);
         }
         reject(names + " are set together: set exactly one time header");
@@ -358,7 +363,10 @@ Command parse_or_throw(const Message& message, TimePoint received_at, const Comm
     if (delay) {
         schedule.due_at = due_from_delay(*delay, received_at, limits);
     } else if (schedule_at) {
-        schedule.due_at = due_from_schedule_at(*schedule_at, received_at, limits);
+        schedule.due_at = due_from_absolute_time(header::kScheduleAt, *schedule_at, received_at, limits);
+    } else if (delivery_time) {
+        schedule.due_at =
+            due_from_absolute_time(header::kDeliveryTime, *delivery_time, received_at, limits);
     } else {
         auto spec = cron_from_headers(properties, *cron);
         if (!limits.first_cron_run) reject("x-cron: recurring jobs are not enabled");

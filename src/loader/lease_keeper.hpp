@@ -1,11 +1,14 @@
-// Live leases (reference §6), the instance's side. A heartbeat thread records in PostgreSQL that
-// this instance is alive (about once a second) and reports each success here. Other instances take
-// over the claims of an instance silent for kTakeoverAfter (by the database's clock). So that
-// two instances never both publish a claim, this instance publishes only while its last
-// successful heartbeat is younger than kPublishGrace (< kTakeoverAfter, with room for a round
-// trip); and when a heartbeat succeeds after a silence of kTakeoverAfter or more, its claims may
-// have been taken over: the loader forgets what it holds in memory and gives back what is
-// still its own before it publishes again.
+// Live leases and fencing (reference §6; docs/architecture.md "Fencing"), the instance's side.
+// A heartbeat thread records in PostgreSQL that this instance is alive (about once a second)
+// and reports each success here, with the instant it *sent* that beat: the database stamps a
+// beat when it runs it, never before it was sent, so this instance never believes itself
+// fresher than others see it. Others take over the claims of an instance silent for
+// kTakeoverAfter (by the database's clock): they delete its registration and give its claims
+// back in one transaction. So that two instances never both publish a claim:
+//  - this instance publishes only while its last successful beat was sent less than
+//    kPublishGrace ago (1 s before anyone may take over);
+//  - a beat that finds its registration gone reports it (registration_lost): the loader drops
+//    everything it holds before it registers, claims or publishes again.
 //
 // Pure and thread-safe; time is passed in, so the decisions are unit-tested without a database.
 #pragma once
@@ -22,12 +25,18 @@ inline constexpr Milliseconds kHeartbeatEvery{1000};
 inline constexpr Milliseconds kPublishGrace{2000};
 // Also written in the claim statement (src/store/job_store.cpp, "interval '3 seconds'").
 inline constexpr Milliseconds kTakeoverAfter{3000};
+// A claim older than this that the loader does not hold is an orphan (a lost commit reply):
+// longer than any claim takes from its commit to the schedule (forward_ladder_wait, 2 s).
+inline constexpr Milliseconds kOrphanAge{5000};
+inline constexpr Milliseconds kReconcileEvery{2000};
 
 // The three durations above; unit tests of the loader shorten them.
 struct LeaseTimings {
     Milliseconds heartbeat_every = kHeartbeatEvery;
     Milliseconds publish_grace = kPublishGrace;
     Milliseconds takeover_after = kTakeoverAfter;
+    Milliseconds orphan_age = kOrphanAge;
+    Milliseconds reconcile_every = kReconcileEvery;
 };
 
 class LeaseKeeper {
@@ -37,11 +46,16 @@ public:
     explicit LeaseKeeper(LeaseTimings timings = {}) : timings_(timings) {}
     const LeaseTimings& timings() const noexcept { return timings_; }
 
-    // A heartbeat committed at `now`.
-    void beat_succeeded(Clock::time_point now) {
+    // A heartbeat sent at `sent` committed, its registration in place.
+    void beat_succeeded(Clock::time_point sent) {
         std::lock_guard lock(mutex_);
-        if (last_success_ && now - *last_success_ >= timings_.takeover_after) claims_lost_ = true;
-        last_success_ = now;
+        if (!last_success_ || sent > *last_success_) last_success_ = sent;
+    }
+    // A heartbeat found this instance's registration gone: others took its claims over.
+    void registration_lost() {
+        std::lock_guard lock(mutex_);
+        claims_lost_ = true;
+        last_success_.reset();
     }
     // Whether runs may be published now: a recent heartbeat, and no claims possibly taken over.
     bool may_publish(Clock::time_point now) const {
@@ -53,7 +67,7 @@ public:
         std::lock_guard lock(mutex_);
         return claims_lost_;
     }
-    // The loader forgot them and gave back its own: publishing may resume.
+    // The loader forgot them and gave back its own: it may register and publish again.
     void claims_forgotten() {
         std::lock_guard lock(mutex_);
         claims_lost_ = false;

@@ -287,6 +287,10 @@ void Loader::schedule(std::vector<ClaimedRun> runs) {
     {
         std::lock_guard lock(mutex_);
         mark_bursts(scheduled, now);
+        std::vector<std::string> ids;
+        ids.reserve(scheduled.size());
+        for (const auto& entry : scheduled) ids.push_back(entry.run->id);
+        held_.add(ids);
         for (auto& entry : scheduled) {
             in_memory_bytes_ += entry.bytes;
             schedule_.push(std::move(entry));
@@ -364,14 +368,17 @@ void Loader::confirmed(std::vector<HandedOverRun> runs) {
 template <typename Settled>
 void Loader::give_back(const std::vector<Settled>& runs) {
     if (runs.empty()) return;
+    std::vector<std::string> ids;
     {
         std::lock_guard lock(mutex_);
         for (const auto& settled : runs) {
+            ids.push_back(settled.value.run->id);
             given_back_.push_back(settled.value.run->id);
             forget_held(settled.value);
         }
         in_flight_ -= std::min(in_flight_, runs.size());
     }
+    held_.remove(ids);
     claimer_wake_.notify_one();
 }
 
@@ -393,20 +400,63 @@ void Loader::make_publisher_realtime() {
 void Loader::heartbeat_loop(std::stop_token stop) {
     auto store_options = options_.store;
     store_options.open_connections = nullptr;  // the loader's own connection counts for it
+    bool registered = false;  // kept across reconnects: a beat that finds no row was taken for dead
+    auto next_reconcile = seams_.steady_now();
     run_with_reconnect("loader (heartbeat)", stop, [&] {
         const auto store = seams_.open_store(store_options);
         const auto& timings = leases_.timings();
         do {
-            const auto dead = store->heartbeat(options_.owner, timings.takeover_after);
-            leases_.beat_succeeded(seams_.steady_now());
+            // Registers again only once the claimer dropped what it held (fencing).
+            if (!registered && !leases_.claims_lost()) {
+                store->register_instance(options_.owner);
+                registered = true;
+            }
+            if (!registered) continue;
+            const auto sent = seams_.steady_now();
+            // A taker must have beaten recently itself: after a stall of PostgreSQL every
+            // instance looks silent, and the live ones beat again within a second.
+            const auto beat = store->heartbeat(options_.owner, timings.takeover_after,
+                                               timings.publish_grace);
+            if (!beat.registered) {
+                registered = false;
+                leases_.registration_lost();
+                metrics_.count_registration_lost();
+                spdlog::warn("loader: another instance took this one for dead (its heartbeat "
+                             "was {} ms or more late): dropping every run it holds",
+                             timings.takeover_after.count());
+                wake();  // the claimer drops them at once
+                continue;
+            }
+            leases_.beat_succeeded(sent);
             follow_database_clock(store->measure_clock_offset());
-            if (!dead.empty()) {
+            if (!beat.dead.empty()) {
                 spdlog::warn("loader: {} instances stopped beating; their claims are taken over",
-                             dead.size());
+                             beat.dead.size());
                 wake();  // claim them at once, not at the next poll
+            }
+            if (seams_.steady_now() >= next_reconcile) {
+                next_reconcile = seams_.steady_now() + timings.reconcile_every;
+                give_back_orphaned_claims(*store);
             }
         } while (sleep_unless_stopped(stop, timings.heartbeat_every));
     });
+}
+
+void Loader::give_back_orphaned_claims(store::ClaimStore& store) {
+    const auto& timings = leases_.timings();
+    const auto lease = options_.lease + ladder_.step();  // as every claim's (claim_loop)
+    // Read after the rows, so that a run handed over in between is not taken for an orphan; a
+    // run given back in between is given back again, which changes nothing.
+    const auto leased = store.claims_older_than(options_.owner, lease, timings.orphan_age);
+    if (leased.empty()) return;
+    const auto orphans = held_.not_held(leased);
+    const auto given_back = store.release_orphaned_claims(options_.owner, orphans, lease, timings.orphan_age);
+    if (given_back == 0) return;
+    metrics_.count_orphaned_claims(given_back);
+    spdlog::warn("loader: gave back {} runs leased to this instance that it did not hold (a "
+                 "commit whose reply was lost)",
+                 given_back);
+    wake();
 }
 
 // One clock (reference §6): due times are compared on PostgreSQL's clock. Each heartbeat measures
@@ -426,8 +476,9 @@ void Loader::follow_database_clock(std::chrono::microseconds offset) {
     clock_offset_reported_ = beyond;
 }
 
-// After a silence long enough for others to take this instance's claims over, what it holds in
-// memory may be theirs now: forget it, and give back what is still this instance's own.
+// Another instance took this one for dead and gave its claims back: what it holds in memory
+// may be others' now. Forget it (runs in flight are recorded only where still its own), and
+// give back anything claimed since, before registering again.
 void Loader::forget_lost_claims(store::ClaimStore& store) {
     std::size_t forgotten = 0;
     {
@@ -437,11 +488,12 @@ void Loader::forget_lost_claims(store::ClaimStore& store) {
         ++schedule_generation_;
         ++claims_epoch_;
     }
+    held_.clear();
     store.release_all_claims(options_.owner);
     leases_.claims_forgotten();
-    spdlog::warn("loader: PostgreSQL was out of reach for {} ms or more: forgot {} claimed runs "
-                 "(other instances may have taken them over) and gave back the rest",
-                 leases_.timings().takeover_after.count(), forgotten);
+    spdlog::warn("loader: forgot {} claimed runs (other instances took them over) and gave back "
+                 "the rest",
+                 forgotten);
 }
 
 void Loader::claim_loop(std::stop_token stop) {
@@ -644,6 +696,7 @@ void Loader::record_loop(std::stop_token stop) {
                 throw;
             }
             const auto recorded = handed_over.size() - left.size();
+            forget_recorded(handed_over, left);
             handed_over_total_ += recorded;
             metrics_.count_runs_enqueued(recorded);
             spdlog::debug("loader: {} runs handed over", recorded);
@@ -679,6 +732,18 @@ void Loader::record_loop(std::stop_token stop) {
         recorder_done_ = true;
     }
     claimer_wake_.notify_all();
+}
+
+void Loader::forget_recorded(const std::vector<HandedOverRun>& handed_over,
+                             const std::vector<HandedOverRun>& left) {
+    std::set<std::string> waiting;
+    for (const auto& run : left) waiting.insert(run.id);
+    std::vector<std::string> recorded;
+    recorded.reserve(handed_over.size());
+    for (const auto& run : handed_over) {
+        if (!waiting.contains(run.id)) recorded.push_back(run.id);
+    }
+    held_.remove(recorded);
 }
 
 std::optional<TimePoint> Loader::resend_due_before(TimePoint now) {
@@ -812,33 +877,48 @@ void Loader::publish_session(std::stop_token stop) {
     amqp::ConfirmTracker<Scheduled> in_flight;
     std::optional<std::chrono::steady_clock::time_point> stop_deadline;
     unsigned next_lane = 0;  // consecutive publishes go to different lanes of their rung
+    LogBudget release_nack_log{1, std::chrono::minutes{1}};
 
     auto settle = [&](const amqp::Confirm& confirm) {
         auto settled = in_flight.settle(confirm);
         std::vector<HandedOverRun> runs;
         std::vector<amqp::ConfirmTracker<Scheduled>::Settled> refused;
+        bool nacked_releases = false;
         for (auto& s : settled) {
-            if (!s.ack) {
+            // A publish to the release exchange is refused when one queue bound to it refuses
+            // its copy (x-overflow reject-publish at its limit): the others may have theirs, so
+            // the run counts as released, never published again. A delay queue is a publish's
+            // only destination: refused there, nothing was routed, and the run goes back.
+            if (!s.ack && s.value.burst) {
+                metrics_.count_release_nacks(1);
+                nacked_releases = true;
+            } else if (!s.ack) {
                 refused.push_back(std::move(s));
                 continue;
             }
             const auto& run = *s.value.run;
             runs.push_back({run.id, run.run, s.value.next_due, options_.releases_observed,
-                            s.value.observed_with});
+                            s.value.observed_with, s.value.published_at});
         }
         if (!runs.empty()) {
             {
                 std::lock_guard lock(mutex_);
                 in_flight_ -= runs.size();
                 for (const auto& s : settled) {
-                    if (s.ack) forget_held(s.value);
+                    if (s.ack || s.value.burst) forget_held(s.value);
                 }
             }
             confirmed(std::move(runs));
         }
+        if (nacked_releases && release_nack_log.take(std::chrono::steady_clock::now()).log) {
+            spdlog::warn("loader: the broker refused releases (basic.nack): a queue bound to the "
+                         "release exchange refuses messages (full, x-overflow reject-publish?); "
+                         "they count as released, not sent again (hourglass_release_nacks_total)");
+        }
         if (!refused.empty()) {
-            spdlog::warn("loader: the broker refused {} publishes (basic.nack); their claims go "
-                         "back to the store",
+            metrics_.count_delay_nacks(refused.size());
+            spdlog::warn("loader: the broker refused {} publishes into delay queues (basic.nack); "
+                         "their claims go back to the store",
                          refused.size());
             give_back(refused);
         }
@@ -901,6 +981,7 @@ void Loader::publish_session(std::stop_token stop) {
                 }
                 metrics_.observe_handover_lateness(
                     std::chrono::duration_cast<std::chrono::microseconds>(now - scheduled.publish_at));
+                scheduled.published_at = std::chrono::time_point_cast<Milliseconds>(now);
                 in_flight.published(sequence, std::move(scheduled));
             }
             held.release();

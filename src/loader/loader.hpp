@@ -39,6 +39,7 @@
 #include "delay/topology.hpp"
 #include "hourglass/job.hpp"
 #include "hourglass/metrics.hpp"
+#include "loader/held_runs.hpp"
 #include "loader/lease_keeper.hpp"
 #include "loader/loader_metrics.hpp"
 #include "loader/release_channel.hpp"
@@ -181,6 +182,7 @@ private:
         // A recurring run's next due time, computed when it was claimed: off the publisher's
         // thread, which would otherwise parse a cron expression per confirm of a burst.
         std::optional<TimePoint> next_due;
+        TimePoint published_at{};  // set at its publish: its enqueued_at
     };
     // The runs waiting for their publish instant, earliest first. A heap over a vector rather
     // than std::priority_queue, whose top can only be copied out.
@@ -222,6 +224,12 @@ private:
     // is a ladder step away (burst_cut_): then they are claimed within the others' bounds.
     void mark_bursts(std::vector<Scheduled>& scheduled, TimePoint now);
     void heartbeat_loop(std::stop_token stop);
+    // Gives back the runs leased to this instance by claims older than the orphan age that it
+    // does not hold (held_): a commit whose reply was lost (heartbeat thread).
+    void give_back_orphaned_claims(store::ClaimStore& store);
+    // Ends the runs of `handed_over` recorded (all but those `left`) in held_.
+    void forget_recorded(const std::vector<HandedOverRun>& handed_over,
+                         const std::vector<HandedOverRun>& left);
     void forget_lost_claims(store::ClaimStore& store);
     void follow_database_clock(std::chrono::microseconds offset);
     // Asks for real-time scheduling of the calling publisher thread, as --realtime-publisher says.
@@ -260,6 +268,7 @@ private:
     NextRunFunction next_run_;
     LoaderSeams seams_;
     LeaseKeeper leases_;
+    HeldRuns held_;  // every run from its schedule to its record (reconciliation)
     LoaderMetrics metrics_;
     bool clock_offset_reported_ = false;  // heartbeat thread only
     // Claimer thread only: the forward ladder's state, and its declaration while one is under way.

@@ -18,6 +18,23 @@ LoaderMetrics::LoaderMetrics(metrics::Registry& registry)
           "Runs of a burst (many due at one instant) published at their due time straight to the "
           "release exchange or the forward queue rather than through a delay queue (see "
           "--max-burst-runs).")),
+      release_nacks_(registry.add_counter(
+          "hourglass_release_nacks_total",
+          "Burst runs whose publish to the release exchange the broker refused (basic.nack: a "
+          "queue bound to it refused its copy, e.g. x-overflow reject-publish). The other queues "
+          "may have their copy, so the run counts as released and is never published again.")),
+      delay_nacks_(registry.add_counter(
+          "hourglass_delay_nacks_total",
+          "Runs whose publish into a delay queue the broker refused (basic.nack): nothing was "
+          "routed, so the run goes back to the store and is published again.")),
+      orphaned_claims_(registry.add_counter(
+          "hourglass_orphaned_claims_total",
+          "Runs leased to this instance that its loader did not hold (a commit whose reply was "
+          "lost), given back so that they are released.")),
+      registration_lost_(registry.add_counter(
+          "hourglass_registration_lost_total",
+          "Times another instance took this one for dead (deleted its registration and gave its "
+          "claims back); it then dropped every run it held before registering again.")),
       handover_lateness_seconds_(registry.add_histogram(
           "hourglass_handover_lateness_seconds",
           "Publish time of a run into its delay queue minus the instant that releases it on time "

@@ -23,6 +23,15 @@ public:
     void count_claimed_at_insert(std::size_t runs) noexcept { claimed_at_insert_.increment(runs); }
     // Runs of a burst published at their due time straight to the release exchange.
     void count_burst_runs(std::size_t runs) noexcept { burst_runs_.increment(runs); }
+    // Publishes the broker refused (basic.nack): straight to the release exchange (a consumer
+    // queue refused its copy; counted as released, never published again) or into a delay
+    // queue (nothing was routed; the run goes back to the store).
+    void count_release_nacks(std::size_t runs) noexcept { release_nacks_.increment(runs); }
+    void count_delay_nacks(std::size_t runs) noexcept { delay_nacks_.increment(runs); }
+    // Runs leased to this instance that it did not hold (a lost commit reply), given back.
+    void count_orphaned_claims(std::size_t runs) noexcept { orphaned_claims_.increment(runs); }
+    // Times another instance took this one for dead: it dropped what it held.
+    void count_registration_lost() noexcept { registration_lost_.increment(1); }
     // How long after its publish instant (due − TTL) a run was published into a delay queue:
     // its release is late by at least this, whatever the broker does.
     void observe_handover_lateness(std::chrono::microseconds lateness) noexcept;
@@ -44,6 +53,10 @@ private:
     metrics::Counter& runs_resent_;
     metrics::Counter& claimed_at_insert_;
     metrics::Counter& burst_runs_;
+    metrics::Counter& release_nacks_;
+    metrics::Counter& delay_nacks_;
+    metrics::Counter& orphaned_claims_;
+    metrics::Counter& registration_lost_;
     metrics::Histogram& handover_lateness_seconds_;
     metrics::Gauge& unconfirmed_publishes_;
     metrics::Gauge& runs_held_;

@@ -47,10 +47,30 @@ public:
     // record_handed_over), for the caller to give back later.
     virtual std::vector<std::string> release_claims(const std::string& owner,
                                                     const std::vector<std::string>& ids) = 0;
-    // Records that `owner` is alive; forgets instances silent for `takeover_after` and gives
-    // their claims back; returns the instances found dead.
-    virtual std::vector<std::string> heartbeat(const std::string& owner,
-                                               Milliseconds takeover_after) = 0;
+    // Registers `owner` as a live instance (live leases): from now on its heartbeats renew it.
+    virtual void register_instance(const std::string& owner) = 0;
+    // Records that `owner` is alive, if it is still registered (`registered` false: another
+    // instance took it for dead, deleted its registration and gave its claims back; it must
+    // drop what it holds and register again). While `takeover` (its own previous beat was
+    // recent: it is not itself just back from a stall), forgets instances silent for
+    // `takeover_after` and gives their claims back (`dead`).
+    struct Heartbeat {
+        bool registered = false;
+        std::vector<std::string> dead;
+    };
+    virtual Heartbeat heartbeat(const std::string& owner, Milliseconds takeover_after,
+                                Milliseconds fresh_within) = 0;
+    // Orphaned claims: the runs leased to `owner` by a claim (or an insert) made more than
+    // `age` ago, `lease` being the lease that claim was given (its lease_until is then older
+    // than now + lease - age). A lost commit reply leaves such rows leased to a live owner
+    // that does not know of them.
+    virtual std::vector<std::string> claims_older_than(const std::string& owner, Milliseconds lease,
+                                                       Milliseconds age) = 0;
+    // Gives back those of `ids` still leased to `owner` by a claim older than `age` (as
+    // above), so that a run claimed again meanwhile is never given back; returns their count.
+    virtual std::size_t release_orphaned_claims(const std::string& owner,
+                                                const std::vector<std::string>& ids,
+                                                Milliseconds lease, Milliseconds age) = 0;
     // The store's clock minus this host's, never overestimated (see JobStore).
     virtual std::chrono::microseconds measure_clock_offset() = 0;
     // Gives back every claim `owner` still holds.

@@ -100,7 +100,11 @@ void prepare_statements(pqxx::connection& c) {
                   candidate +
                   "  u WHERE state = 'enqueued' AND due_at < $5 "
                   "  AND enqueued_at < $5 AND audited "
-                  "  AND (lease_owner IS NULL OR (lease_until < now() AND lease_owner <> $1)) "
+                  // A resend claimed by a live owner stays its own however long its publish
+                  // takes (a memory alarm), as any claim (3 s is kTakeoverAfter).
+                  "  AND (lease_owner IS NULL OR (lease_until < now() AND lease_owner <> $1 "
+                  "       AND NOT EXISTS (SELECT 1 FROM instances i WHERE i.id = u.lease_owner "
+                  "                       AND i.heartbeat_at >= now() - interval '3 seconds'))) "
                   "  AND NOT EXISTS (SELECT 1 FROM parked_releases p "
                   "                  WHERE p.job_id = u.id AND p.run = u.runs) "
                   "  AND NOT EXISTS (SELECT 1 FROM parked_releases p WHERE "
@@ -117,12 +121,17 @@ void prepare_statements(pqxx::connection& c) {
                   "UPDATE jobs j SET lease_owner = $1, "
                   "lease_until = now() + $4 * interval '1 millisecond', updated_at = now() "
                   "WHERE j.id IN (SELECT id FROM taken) "
+                  // Fencing: an instance taken for dead claims nothing until it has dropped
+                  // what it held and registered again.
+                  "AND EXISTS (SELECT 1 FROM instances WHERE id = $1) "
                   "RETURNING " +
                   kClaimedRunColumns + ", (SELECT count(*) FROM candidates)");
     // Runs observed with another (release groups, migration 010) end `done` here when that
     // run's release was recorded first (a release can beat its hand-over's commit).
     c.prepare("record_handed_over",
-              "UPDATE jobs j SET runs = x.run, enqueued_at = now(), updated_at = now(), "
+              "UPDATE jobs j SET runs = x.run, updated_at = now(), "
+              // When it was published: a record can come after the release itself.
+              "enqueued_at = COALESCE(to_timestamp(x.handed_ms / 1000.0), now()), "
               "audited = x.audited, observed_with_id = x.with_id, observed_with_run = x.with_run, "
               "lease_owner = NULL, lease_until = NULL, due_at = COALESCE(x.next_due, j.due_at), "
               "released_at = CASE WHEN w.released_run >= x.with_run THEN w.released_at "
@@ -138,7 +147,7 @@ void prepare_statements(pqxx::connection& c) {
               "             WHEN w.released_run >= x.with_run THEN 'done' "
               "             ELSE 'enqueued' END "
               "FROM jsonb_to_recordset($2::jsonb) AS x(id text, run integer, next_due timestamptz, "
-              "     audited boolean, with_id text, with_run integer) "
+              "     audited boolean, with_id text, with_run integer, handed_ms bigint) "
               "LEFT JOIN jobs w ON w.id = x.with_id "
               // IS NOT DISTINCT FROM, not =, for the owner (never NULL here) here and in
               // release_claims: an equality lets the planner pick the partial index of leased
@@ -161,12 +170,32 @@ void prepare_statements(pqxx::connection& c) {
     // gone, and nothing waits for them).
     c.prepare("existing_ids",
               "SELECT id FROM jobs WHERE id IN (SELECT jsonb_array_elements_text($1::jsonb))");
+    // Fencing (docs/architecture.md "Fencing"): only the owner inserts its row, and only at
+    // start or after it dropped what it held; a beat only updates it, so a beat that finds no
+    // row knows it was taken for dead. Stamped with clock_timestamp(), not now(): a beat held
+    // up by a stall is stamped when it runs, not when its transaction began. Returns the
+    // previous beat's age in ms (a taker must have beaten recently itself).
+    c.prepare("register_instance",
+              "INSERT INTO instances (id, heartbeat_at) VALUES ($1, clock_timestamp()) "
+              "ON CONFLICT (id) DO UPDATE SET heartbeat_at = clock_timestamp()");
     c.prepare("heartbeat",
-              "INSERT INTO instances (id) VALUES ($1) "
-              "ON CONFLICT (id) DO UPDATE SET heartbeat_at = now()");
+              "UPDATE instances i SET heartbeat_at = clock_timestamp() "
+              "FROM (SELECT heartbeat_at AS previous FROM instances WHERE id = $1 FOR UPDATE) p "
+              "WHERE i.id = $1 "
+              "RETURNING extract(epoch FROM clock_timestamp() - p.previous) * 1000");
     c.prepare("forget_dead_instances",
-              "DELETE FROM instances WHERE heartbeat_at < now() - $2 * interval '1 millisecond' "
+              "DELETE FROM instances "
+              "WHERE heartbeat_at < clock_timestamp() - $2 * interval '1 millisecond' "
               "AND id <> $1 RETURNING id");
+    // Orphaned claims: lease_until is the claim's time + the lease it was given.
+    c.prepare("claims_older_than",
+              "SELECT id FROM jobs WHERE lease_owner IS NOT DISTINCT FROM $1 "
+              "AND lease_until < now() + ($2 - $3) * interval '1 millisecond'");
+    c.prepare("release_orphaned_claims",
+              "UPDATE jobs SET lease_owner = NULL, lease_until = NULL, updated_at = now() "
+              "WHERE lease_owner IS NOT DISTINCT FROM $1 "
+              "AND id IN (SELECT jsonb_array_elements_text($2::jsonb)) "
+              "AND lease_until < now() + ($3 - $4) * interval '1 millisecond'");
     // Rows another transaction holds keep their lease: claim_due takes it over once it ends
     // (lease_until), since its owner no longer beats. Waiting here would hold up a clean stop,
     // or every heartbeat, for as long as an operator's transaction stays open.
@@ -489,10 +518,8 @@ std::vector<CommandOutcome> JobStore::apply(std::span<const Command> commands,
 Claim JobStore::claim_due(const std::string& owner, TimePoint horizon_end, ClaimLimit limit,
                           Milliseconds lease, std::optional<TimePoint> resend_due_before) {
     pqxx::work tx(*connection_);
-    // A claim lost in a database crash is harmless (the run is claimed again, at worst released
-    // twice, which at-least-once allows), so it does not wait for the WAL flush: that saves a
-    // disk sync (~3 ms here) between accepting a due job and publishing it.
-    tx.exec("SET LOCAL synchronous_commit = off");
+    // Committed with the WAL flushed (the default synchronous_commit): a claim a PostgreSQL
+    // crash undid would leave the run claimable by others while this loader publishes it.
     constexpr auto kMaxBigint = static_cast<std::size_t>(std::numeric_limits<long long>::max());
     const auto rows = tx.exec_prepared("claim_due", owner, format_rfc3339_ms(horizon_end),
                                        static_cast<long long>(std::min(limit.runs, kMaxBigint)),
@@ -566,6 +593,7 @@ std::vector<HandedOverRun> JobStore::record_handed_over(const std::string& owner
                 row["with_id"] = run.observed_with->id;
                 row["with_run"] = run.observed_with->run;
             }
+            if (run.handed_at) row["handed_ms"] = run.handed_at->time_since_epoch().count();
             rows.push_back(std::move(row));
         }
         if (!rows.empty()) tx.exec_prepared("record_handed_over", owner, rows.dump());
@@ -591,18 +619,53 @@ std::vector<std::string> JobStore::release_claims(const std::string& owner,
     });
 }
 
-std::vector<std::string> JobStore::heartbeat(const std::string& owner, Milliseconds takeover_after) {
+void JobStore::register_instance(const std::string& owner) {
     pqxx::work tx(*connection_);
-    tx.exec("SET LOCAL synchronous_commit = off");  // a lost beat is only a late beat
-    tx.exec_prepared("heartbeat", owner);
-    std::vector<std::string> dead;
-    for (const auto& row :
-         tx.exec_prepared("forget_dead_instances", owner, static_cast<long>(takeover_after.count()))) {
-        dead.push_back(row[0].as<std::string>());
-    }
-    if (!dead.empty()) tx.exec_prepared("release_claims_of_owners", json(dead).dump());
+    tx.exec_prepared("register_instance", owner);
     tx.commit();
-    return dead;
+}
+
+// Committed with the WAL flushed (the default synchronous_commit): a beat a PostgreSQL crash
+// could undo would make others see this instance older than it believes itself.
+ClaimStore::Heartbeat JobStore::heartbeat(const std::string& owner, Milliseconds takeover_after,
+                                          Milliseconds fresh_within) {
+    pqxx::work tx(*connection_);
+    Heartbeat beat;
+    const auto previous = tx.exec_prepared("heartbeat", owner);
+    beat.registered = !previous.empty();
+    const bool fresh = beat.registered && previous[0][0].as<double>() < static_cast<double>(fresh_within.count());
+    if (fresh) {
+        for (const auto& row : tx.exec_prepared("forget_dead_instances", owner,
+                                                static_cast<long>(takeover_after.count()))) {
+            beat.dead.push_back(row[0].as<std::string>());
+        }
+        if (!beat.dead.empty()) tx.exec_prepared("release_claims_of_owners", json(beat.dead).dump());
+    }
+    tx.commit();
+    return beat;
+}
+
+std::vector<std::string> JobStore::claims_older_than(const std::string& owner, Milliseconds lease,
+                                                     Milliseconds age) {
+    pqxx::read_transaction tx(*connection_);
+    std::vector<std::string> ids;
+    for (const auto& row : tx.exec_prepared("claims_older_than", owner, static_cast<long>(lease.count()),
+                                            static_cast<long>(age.count()))) {
+        ids.push_back(row[0].as<std::string>());
+    }
+    return ids;
+}
+
+std::size_t JobStore::release_orphaned_claims(const std::string& owner,
+                                              const std::vector<std::string>& ids,
+                                              Milliseconds lease, Milliseconds age) {
+    if (ids.empty()) return 0;
+    pqxx::work tx(*connection_);
+    const auto result = tx.exec_prepared("release_orphaned_claims", owner, json(ids).dump(),
+                                         static_cast<long>(lease.count()),
+                                         static_cast<long>(age.count()));
+    tx.commit();
+    return static_cast<std::size_t>(result.affected_rows());
 }
 
 std::chrono::microseconds JobStore::measure_clock_offset() {

@@ -80,7 +80,13 @@ public:
     // Live leases (reference §6, migration 007). Records that `owner` is alive, forgets instances
     // that have not beaten for `takeover_after` and gives their claims back (so that any
     // instance claims them at once); returns the instances found dead.
-    std::vector<std::string> heartbeat(const std::string& owner, Milliseconds takeover_after) override;
+    void register_instance(const std::string& owner) override;
+    Heartbeat heartbeat(const std::string& owner, Milliseconds takeover_after,
+                        Milliseconds fresh_within) override;
+    std::vector<std::string> claims_older_than(const std::string& owner, Milliseconds lease,
+                                               Milliseconds age) override;
+    std::size_t release_orphaned_claims(const std::string& owner, const std::vector<std::string>& ids,
+                                        Milliseconds lease, Milliseconds age) override;
     // PostgreSQL's clock minus this host's system clock, rounded down by up to a round trip
     // (so that correcting by it never makes this host's clock run ahead of PostgreSQL's).
     std::chrono::microseconds measure_clock_offset() override;

@@ -76,12 +76,31 @@ MigrationReport migrate(pqxx::connection& connection, const std::string& schema,
 
 namespace {
 
+// A schema that already exists must belong to this role (or a role it is a member of): one
+// another role made could hold functions, triggers or tables that run as hourglass's role or
+// read job bodies. A DBA who makes the schema for hourglass gives it AUTHORIZATION hourglass.
+void refuse_schema_of_another_role(pqxx::transaction_base& tx, const std::string& schema) {
+    const auto rows = tx.exec_params(
+        "SELECT pg_get_userbyid(nspowner), pg_has_role(current_user, nspowner, 'MEMBER'), "
+        "current_user FROM pg_namespace WHERE nspname = $1",
+        schema);
+    if (rows.empty() || rows[0][1].as<bool>()) return;
+    throw SchemaOwnedByAnotherRole("PostgreSQL: schema " + schema + " exists and belongs to role " +
+                                   rows[0][0].as<std::string>() + ", not to " +
+                                   rows[0][2].as<std::string>() +
+                                   " or a role it is a member of: refusing to use it (let a DBA "
+                                   "run ALTER SCHEMA " + tx.quote_name(schema) + " OWNER TO " +
+                                   tx.quote_name(rows[0][2].as<std::string>()) +
+                                   " if it is really hourglass's)");
+}
+
 MigrationReport migrate_unchecked(pqxx::connection& connection, const std::string& schema,
                                   bool dry_run, std::string& applying) {
     MigrationReport report;
     pqxx::work tx(connection);
     // One migrator at a time, whatever the number of instances starting together.
     tx.exec("SELECT pg_advisory_xact_lock(hashtext('hourglass.migrate'))");
+    refuse_schema_of_another_role(tx, schema);
     const auto versions = recorded_versions(tx, schema);
     for (const auto& migration : embedded_migrations()) {
         if (versions.count(migration.name)) {

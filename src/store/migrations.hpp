@@ -29,6 +29,13 @@ class MigrationBlocked : public std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
+// The schema exists and belongs to another role (not one the connecting role is a member of):
+// nothing was applied, and trying again will not help.
+class SchemaOwnedByAnotherRole : public std::runtime_error {
+  public:
+    using std::runtime_error::runtime_error;
+};
+
 MigrationReport migrate(pqxx::connection& connection, const std::string& schema, bool dry_run);
 
 // Whether every embedded migration is recorded (for /readyz).

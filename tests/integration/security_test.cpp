@@ -328,5 +328,38 @@ TEST_F(Permissions, a_missing_permission_is_one_clear_startup_error) {
     }
 }
 
+// A schema another role made (and owns) is refused, before any migration runs in it: its owner
+// could have planted functions or triggers that run as hourglass's role or read job bodies.
+TEST_F(Permissions, a_schema_owned_by_another_role_is_refused) {
+    const auto squatter = schema_ + "_squatter";
+    pg_role(squatter);
+    {
+        pqxx::connection admin(admin_pg_url_);
+        pqxx::work tx(admin);
+        const auto target = schema_ + "_taken";
+        tx.exec("CREATE SCHEMA " + tx.quote_name(target) + " AUTHORIZATION " + tx.quote_name(squatter));
+        // Even one where hourglass's role could create objects.
+        tx.exec("GRANT USAGE, CREATE ON SCHEMA " + tx.quote_name(target) + " TO PUBLIC");
+        tx.commit();
+    }
+    for (const std::string command : {"migrate", "run"}) {
+        SCOPED_TRACE(command);
+        std::vector<std::string> arguments = {command, "--pg-url", pg_url_, "--schema",
+                                              schema_ + "_taken"};
+        if (command == "run") arguments.insert(arguments.end(), {"--prefix", prefix_, "--http", "off"});
+        const auto result = run_cli(arguments, 20s);
+        EXPECT_NE(result.exit_code, 0);
+        EXPECT_NE(result.exit_code, -1) << "it hung";
+        EXPECT_THAT(result.err, HasSubstr("belongs to role " + squatter)) << result.err;
+    }
+    pqxx::connection admin(admin_pg_url_);
+    pqxx::work tx(admin);
+    EXPECT_TRUE(tx.exec_params("SELECT 1 FROM pg_tables WHERE schemaname = $1", schema_ + "_taken")
+                    .empty())
+        << "a migration ran in the other role's schema";
+    tx.exec("DROP SCHEMA " + tx.quote_name(schema_ + "_taken") + " CASCADE");
+    tx.commit();
+}
+
 }  // namespace
 }  // namespace hourglass::testing

@@ -43,6 +43,26 @@ TEST(ParseListenAddress, malformed_addresses_are_refused_naming_the_text) {
     }
 }
 
+TEST(HostPolicy, answers_its_address_ip_literals_localhost_and_allowed_names) {
+    const HostPolicy policy{"hourglass.internal", {"console.example.com"}};
+    for (const std::string host : {"", "127.0.0.1", "127.0.0.1:9464", "10.1.2.3:80", "[::1]",
+                                   "[::1]:9464", "localhost", "LOCALHOST:9464",
+                                   "hourglass.internal:9464", "Console.Example.com"}) {
+        SCOPED_TRACE(host);
+        EXPECT_TRUE(policy.allows(host));
+    }
+}
+
+TEST(HostPolicy, refuses_any_other_name_as_dns_rebinding) {
+    const HostPolicy policy{"127.0.0.1", {"console.example.com"}};
+    for (const std::string host : {"attacker.example", "attacker.example:9464",
+                                   "console.example.com.evil", "localhost.evil", "[::1",
+                                   "[::1]x", ":9464", "127.0.0.1.nip.io"}) {
+        SCOPED_TRACE(host);
+        EXPECT_FALSE(policy.allows(host));
+    }
+}
+
 class HttpServerTest : public ::testing::Test {
 protected:
     HttpServerTest()
@@ -116,6 +136,18 @@ TEST(HttpServer, stops_at_once_when_destroyed) {
             Endpoints{[] { return std::string(); }, [] { return std::optional<std::string>(); }, {}});
     }
     EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds{5});
+}
+
+TEST_F(HttpServerTest, a_request_for_another_host_name_is_refused_on_every_path) {
+    for (const std::string path : {"/metrics", "/healthz", "/readyz", "/"}) {
+        SCOPED_TRACE(path);
+        const auto refused = client_.Get(path, {{"Host", "rebound.attacker.example:9464"}});
+        ASSERT_TRUE(refused);
+        EXPECT_EQ(refused->status, 421);
+    }
+    const auto answered = client_.Get("/healthz", {{"Host", "localhost:9464"}});
+    ASSERT_TRUE(answered);
+    EXPECT_EQ(answered->status, 200);
 }
 
 }  // namespace

@@ -296,6 +296,40 @@ TEST(ParseCommand, schedule_at_in_the_past_is_accepted_keeping_the_given_due_tim
     EXPECT_EQ(to_epoch_ms(schedule_of(epoch)->due_at), 1577836800000);
 }
 
+// --- x-opt-delivery-time (RabbitMQ 4.4 quorum queues) ------------------------------------------
+Message delivery_time(FieldValue at) { return command({{"x-opt-delivery-time", std::move(at)}}); }
+
+TEST(ParseCommand, delivery_time_as_a_long_in_ms_or_an_amqp_timestamp_is_the_due_time) {
+    const auto as_long = parse(delivery_time(std::int64_t{1795343400250}));
+    ASSERT_SCHEDULED(as_long);
+    EXPECT_EQ(to_epoch_ms(schedule_of(as_long)->due_at), 1795343400250);
+    const auto as_timestamp = parse(delivery_time(Timestamp{1795343400}));
+    ASSERT_SCHEDULED(as_timestamp);
+    EXPECT_EQ(to_epoch_ms(schedule_of(as_timestamp)->due_at), 1795343400000);
+    // Removed from the released message, as every time header.
+    EXPECT_EQ(find_header(schedule_of(as_long)->properties, "x-opt-delivery-time"), nullptr);
+}
+
+TEST(ParseCommand, delivery_time_has_the_bounds_and_errors_of_schedule_at_naming_its_header) {
+    CommandLimits limits;
+    limits.max_delay = std::chrono::hours{1};
+    const auto too_far = parse(delivery_time(std::int64_t{1795339800000 + 3600001}), limits);
+    ASSERT_REJECTED(too_far);
+    EXPECT_THAT(rejection_of(too_far), AllOf(HasSubstr("x-opt-delivery-time"), HasSubstr("--max-delay")));
+    for (const FieldValue& bad : {FieldValue{true}, FieldValue{std::string("tomorrow")},
+                                  FieldValue{std::int64_t{-1}}}) {
+        const auto c = parse(delivery_time(bad));
+        ASSERT_REJECTED(c);
+        EXPECT_THAT(rejection_of(c), HasSubstr("x-opt-delivery-time"));
+    }
+    auto both = delivery_time(std::int64_t{1795343400250});
+    set_header(both.properties, "x-delay", std::int64_t{1000});
+    const auto two = parse(both);
+    ASSERT_REJECTED(two);
+    EXPECT_THAT(rejection_of(two), AllOf(HasSubstr("x-delay and x-opt-delivery-time"),
+                                         HasSubstr("exactly one time header")));
+}
+
 TEST(ParseCommand, schedule_at_beyond_max_delay_is_rejected) {
     CommandLimits limits;
     limits.max_delay = Milliseconds{3600000};

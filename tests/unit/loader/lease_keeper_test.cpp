@@ -36,15 +36,36 @@ TEST(LeaseKeeper, regular_heartbeats_keep_publishing_and_keep_the_claims) {
     EXPECT_FALSE(keeper.claims_lost());
 }
 
-TEST(LeaseKeeper, a_silence_as_long_as_the_takeover_time_loses_the_claims_until_forgotten) {
+// Fencing: a long silence alone loses nothing (the registration says whether others took the
+// claims); a lost registration stops publishing until the claims are forgotten and a beat of
+// the new registration succeeds.
+TEST(LeaseKeeper, a_long_silence_with_the_registration_in_place_keeps_the_claims) {
     LeaseKeeper keeper;
     keeper.beat_succeeded(t0);
-    keeper.beat_succeeded(t0 + kTakeoverAfter);  // the database was unreachable meanwhile
+    keeper.beat_succeeded(t0 + kTakeoverAfter + 2s);
+    EXPECT_FALSE(keeper.claims_lost());
+    EXPECT_TRUE(keeper.may_publish(t0 + kTakeoverAfter + 2s + 1ms));
+}
+
+TEST(LeaseKeeper, a_lost_registration_stops_publishing_until_forgotten_and_beating_again) {
+    LeaseKeeper keeper;
+    keeper.beat_succeeded(t0);
+    keeper.registration_lost();
     EXPECT_TRUE(keeper.claims_lost());
-    EXPECT_FALSE(keeper.may_publish(t0 + kTakeoverAfter + 1ms))
-        << "fresh again, but its runs in memory may be another instance's now";
+    EXPECT_FALSE(keeper.may_publish(t0 + 1ms)) << "its runs in memory may be another instance's now";
     keeper.claims_forgotten();
-    EXPECT_TRUE(keeper.may_publish(t0 + kTakeoverAfter + 1ms));
+    EXPECT_FALSE(keeper.may_publish(t0 + 2ms)) << "no beat of its new registration yet";
+    keeper.beat_succeeded(t0 + 3ms);
+    EXPECT_TRUE(keeper.may_publish(t0 + 4ms));
+}
+
+// The grace counts from when a beat was sent: a beat held up in PostgreSQL is stamped when it
+// runs, never earlier, so the instance never thinks itself fresher than others see it.
+TEST(LeaseKeeper, a_late_reply_to_an_older_beat_does_not_extend_the_grace) {
+    LeaseKeeper keeper;
+    keeper.beat_succeeded(t0 + 1s);
+    keeper.beat_succeeded(t0);  // sent earlier, its reply came later
+    EXPECT_FALSE(keeper.may_publish(t0 + 1s + kPublishGrace));
 }
 
 TEST(LeaseKeeper, a_silence_shorter_than_the_takeover_time_only_pauses_publishing) {

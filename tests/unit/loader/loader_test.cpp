@@ -45,6 +45,7 @@ struct FakeDatabase {
         bool audited = false;  // as the last hand-over recorded it
         std::optional<RunRef> observed_with;  // as the last hand-over recorded it
         std::optional<TimePoint> next_due;    // as the last hand-over recorded it (recurring)
+        std::chrono::steady_clock::time_point claimed_at{};  // when `owner` leased it
     };
     mutable std::mutex mutex;
     std::map<std::string, Row> rows;
@@ -58,6 +59,7 @@ struct FakeDatabase {
     int records = 0;  // record_handed_over calls with runs to record (each an UPDATE)
     int release_all_calls = 0;
     int leaves = 0;
+    std::set<std::string> registered;  // instances (live leases)
     std::vector<std::string> released;  // ids given back one by one (release_claims)
     std::set<std::string> locked;       // rows another transaction holds: records leave them
 
@@ -80,7 +82,16 @@ struct FakeDatabase {
     }
     void add(ClaimedRun run, const std::string& owner = "") {
         std::lock_guard lock(mutex);
-        rows[run.id] = Row{run, owner, false, false, std::nullopt, std::nullopt};
+        rows[run.id] = Row{run, owner, false, false, std::nullopt, std::nullopt,
+                           std::chrono::steady_clock::now()};
+    }
+    // Another instance takes `owner` for dead: deletes its registration, gives its claims back.
+    void take_over(const std::string& owner) {
+        std::lock_guard lock(mutex);
+        registered.erase(owner);
+        for (auto& [id, row] : rows) {
+            if (row.owner == owner) row.owner.clear();
+        }
     }
     void open_claims() {
         {
@@ -131,6 +142,7 @@ public:
         db_.check_reachable();
         ++db_.claims;
         store::Claim claim;
+        if (!db_.registered.contains(owner)) return claim;  // fencing, as JobStore's claim
         std::size_t bytes = 0;
         for (auto& [id, row] : db_.rows) {
             if (!row.owner.empty() || row.handed_over || row.run.due_at > horizon_end) continue;
@@ -139,6 +151,7 @@ public:
                 break;
             }
             row.owner = owner;
+            row.claimed_at = std::chrono::steady_clock::now();
             bytes += row.run.body.size() + encoded_size(row.run.properties);
             claim.runs.push_back(row.run);
         }
@@ -183,12 +196,40 @@ public:
         }
         return left;
     }
-    std::vector<std::string> heartbeat(const std::string&, Milliseconds) override {
+    void register_instance(const std::string& owner) override {
+        std::lock_guard lock(db_.mutex);
+        db_.check_reachable();
+        db_.registered.insert(owner);
+    }
+    Heartbeat heartbeat(const std::string& owner, Milliseconds, Milliseconds) override {
         std::lock_guard lock(db_.mutex);
         db_.check_reachable();
         if (db_.heartbeats_fail) throw std::runtime_error("fake database: heartbeat lost");
         ++db_.heartbeats;
-        return {};
+        return {.registered = db_.registered.contains(owner), .dead = {}};
+    }
+    std::vector<std::string> claims_older_than(const std::string& owner, Milliseconds,
+                                               Milliseconds age) override {
+        std::lock_guard lock(db_.mutex);
+        db_.check_reachable();
+        std::vector<std::string> ids;
+        for (const auto& [id, row] : db_.rows) {
+            if (is_old_claim(row, owner, age)) ids.push_back(id);
+        }
+        return ids;
+    }
+    std::size_t release_orphaned_claims(const std::string& owner, const std::vector<std::string>& ids,
+                                        Milliseconds, Milliseconds age) override {
+        std::lock_guard lock(db_.mutex);
+        db_.check_reachable();
+        std::size_t released = 0;
+        for (const auto& id : ids) {
+            auto& row = db_.rows.at(id);
+            if (!is_old_claim(row, owner, age)) continue;
+            row.owner.clear();
+            ++released;
+        }
+        return released;
     }
     std::chrono::microseconds measure_clock_offset() override { return {}; }
     void release_all_claims(const std::string& owner) override {
@@ -205,6 +246,10 @@ public:
     }
 
 private:
+    static bool is_old_claim(const FakeDatabase::Row& row, const std::string& owner, Milliseconds age) {
+        return row.owner == owner && !row.handed_over &&
+               row.claimed_at < std::chrono::steady_clock::now() - age;
+    }
     FakeDatabase& db_;
 };
 
@@ -306,7 +351,11 @@ protected:
         options.horizon = 2s;
         options.poll_interval = 20ms;
         options.owner = "instance-a";
-        options.lease_timings = {.heartbeat_every = 20ms, .publish_grace = 150ms, .takeover_after = 300ms};
+        options.lease_timings = {.heartbeat_every = 20ms,
+                                 .publish_grace = 150ms,
+                                 .takeover_after = 300ms,
+                                 .orphan_age = 300ms,
+                                 .reconcile_every = 50ms};
         return options;
     }
     void start(LoaderOptions loader_options, NextRunFunction next_run = {}) {
@@ -761,7 +810,7 @@ TEST_F(LoaderTest, publishes_nothing_until_a_heartbeat_has_succeeded) {
     EXPECT_TRUE(eventually([&] { return db.handed_over() == 1; }));
 }
 
-TEST_F(LoaderTest, stops_publishing_when_heartbeats_fail_and_forgets_its_claims_after_the_takeover_time) {
+TEST_F(LoaderTest, stops_publishing_while_heartbeats_fail_and_keeps_its_claims_if_nobody_took_them) {
     db.add("first", in(100ms));
     db.add("second", in(700ms));
     start(options());
@@ -775,14 +824,65 @@ TEST_F(LoaderTest, stops_publishing_when_heartbeats_fail_and_forgets_its_claims_
     std::this_thread::sleep_for(1200ms);
     EXPECT_EQ(broker.publishes().size(), 1u) << "published while its heartbeat was failing";
 
+    // Back in reach, still registered (nobody took it for dead): it publishes what it held,
+    // late and once, without giving its claims back.
     db.set_reachable(true);
     ASSERT_TRUE(eventually([&] { return db.handed_over() == 2; }, 5s));
-    // Back in reach after the takeover time: it forgot what it held and gave back its claims
-    // before publishing again; "second" was claimed anew and released late, not twice.
-    EXPECT_GE(db.read([](const FakeDatabase& d) { return d.release_all_calls; }), 1);
+    EXPECT_EQ(db.read([](const FakeDatabase& d) { return d.release_all_calls; }), 0);
     const auto publishes = broker.publishes();
     ASSERT_EQ(publishes.size(), 2u);
     EXPECT_GT(publishes[1].at, silent_from + 1200ms);
+}
+
+// Fencing (issue: an instance taken for dead kept publishing): another instance deletes this
+// one's registration and gives its claims back while it holds them in memory. Its next beat
+// finds no registration: it drops what it holds, registers again and claims anew, so each run
+// is published once (before the fix its beat re-created the row, and it published its
+// in-memory copy beside the one claimed again).
+TEST_F(LoaderTest, an_instance_taken_for_dead_drops_what_it_holds_and_publishes_each_run_once) {
+    for (int i = 0; i < 20; ++i) db.add("held-" + std::to_string(i), in(800ms));
+    start(options());
+    ASSERT_TRUE(eventually([&] {
+        return db.read([](const FakeDatabase& d) {
+            return std::all_of(d.rows.begin(), d.rows.end(), [](const auto& r) { return !r.second.owner.empty(); });
+        });
+    }));
+    db.take_over("instance-a");
+    ASSERT_TRUE(eventually([&] { return db.handed_over() == 20; }, 5s));
+    std::this_thread::sleep_for(300ms);
+    std::map<std::string, int> publishes_per_run;
+    for (const auto& publish : broker.publishes()) ++publishes_per_run[header_text(publish.message, header::kId)];
+    EXPECT_EQ(publishes_per_run.size(), 20u);
+    for (const auto& [id, count] : publishes_per_run) EXPECT_EQ(count, 1) << id;
+    EXPECT_EQ(metric("hourglass_registration_lost_total"), 1);
+    EXPECT_TRUE(db.read([](const FakeDatabase& d) { return d.registered.contains("instance-a"); }))
+        << "registered again";
+}
+
+// Reconciliation (issue: a lost commit reply parked runs under a live owner): a row leased to
+// this instance that its loader does not hold (an insert or a claim whose COMMIT succeeded but
+// whose reply was lost) is given back after the orphan age, then claimed and released.
+TEST_F(LoaderTest, a_run_leased_to_this_instance_that_it_does_not_hold_is_given_back_and_released) {
+    start(options());
+    ASSERT_TRUE(eventually([&] { return db.read([](const FakeDatabase& d) { return d.heartbeats > 0; }); }));
+    ClaimedRun orphan;
+    orphan.id = "orphan";
+    orphan.routing_key = "rk.orphan";
+    orphan.due_at = in(200ms);
+    db.add(orphan, "instance-a");
+    ASSERT_TRUE(eventually([&] { return db.handed_over() == 1; }, 3s)) << "parked under a live owner";
+    EXPECT_EQ(broker.publishes().size(), 1u);
+    EXPECT_EQ(metric("hourglass_orphaned_claims_total"), 1);
+}
+
+// Runs it holds, however long, are never taken for orphans.
+TEST_F(LoaderTest, runs_held_longer_than_the_orphan_age_are_not_given_back) {
+    for (int i = 0; i < 10; ++i) db.add("long-" + std::to_string(i), in(1500ms));
+    start(options());
+    ASSERT_TRUE(eventually([&] { return db.handed_over() == 10; }, 5s));
+    EXPECT_EQ(broker.publishes().size(), 10u);
+    EXPECT_EQ(metric("hourglass_orphaned_claims_total"), 0);
+    EXPECT_TRUE(db.read([](const FakeDatabase& d) { return d.released.empty(); }));
 }
 
 TEST_F(LoaderTest, a_silence_shorter_than_the_publish_grace_changes_nothing) {
@@ -1196,6 +1296,26 @@ TEST_F(LoaderTest, publishes_the_runs_of_a_burst_at_their_due_time_to_the_releas
     EXPECT_EQ(metric("hourglass_burst_runs_total"), 32);  // the targeted and recurring runs too
 }
 
+// A nack is not a loss (issue: a full consumer queue multiplied a burst): a burst run goes
+// straight to the release exchange, whose nack says only that one bound queue refused its copy
+// (x-overflow reject-publish at its limit) while the others took theirs. Given back, it was
+// claimed and published again round after round; counted as released, it is published once.
+TEST_F(LoaderTest, a_nacked_burst_run_counts_as_released_and_is_never_published_again) {
+    const auto due = in(800ms);
+    for (int i = 0; i < 12; ++i) db.add("nacked-" + std::to_string(100 + i), due);
+    auto loader_options = options();
+    loader_options.burst_min_runs = 10;
+    broker.answer_next({FakeBroker::Answer::nack, FakeBroker::Answer::nack});
+    start(std::move(loader_options));
+    ASSERT_TRUE(eventually([&] { return db.handed_over() == 12; }, 5s));
+    std::this_thread::sleep_for(500ms);  // a give-back would be claimed and published again by now
+    const auto publishes = broker.publishes();
+    EXPECT_EQ(publishes.size(), 12u);
+    for (const auto& publish : publishes) EXPECT_EQ(publish.message.exchange, names.release);
+    EXPECT_EQ(metric("hourglass_release_nacks_total"), 2);
+    EXPECT_EQ(metric("hourglass_delay_nacks_total"), 0);
+}
+
 // A popular cron minute: the runs of recurring jobs due at one instant are a burst like any
 // other. Each is held until the instant, published to the release exchange in release groups
 // (one audit copy per group, as for one-shot runs), and its row moves on to the next run once
@@ -1502,7 +1622,7 @@ TEST_F(LoaderInsertClaims, runs_leased_under_an_offer_made_before_the_loader_for
     db.set_reachable(false);
     std::this_thread::sleep_for(200ms);  // past the publish grace (150 ms)
     EXPECT_FALSE(loader->offer_insert_claims(1, 100)) << "offered while its heartbeat is stale";
-    std::this_thread::sleep_for(400ms);  // past the takeover time (300 ms)
+    db.take_over("instance-a");  // another instance took it for dead meanwhile
     db.set_reachable(true);
     ASSERT_TRUE(eventually([&] { return db.read([](const FakeDatabase& d) { return d.release_all_calls; }) >= 1; }));
     insert_leased(*offer, {run_due("late-commit", in(500ms))});

@@ -1,0 +1,130 @@
+// Each job once under the faults that once released a job many times or parked it (reference
+// §6 "Leases", docs/architecture.md "Fencing"): an instance taken for dead, a claim whose
+// commit reply was lost, a full consumer queue that refuses a burst, a resend under a live
+// owner, and enqueued_at never after released_at.
+#include <thread>
+
+#include "integration/harness.hpp"
+
+namespace hourglass::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+class Fencing : public HourglassTest {
+protected:
+    // Releases per job id among `received`, for ids starting with `stem`.
+    static std::map<std::string, int> per_job(const std::vector<Received>& received, const std::string& stem) {
+        std::map<std::string, int> seen;
+        for (const auto& r : received) {
+            const auto id = string_header(r.message, "x-hourglass-id");
+            if (id.starts_with(stem)) ++seen[id];
+        }
+        return seen;
+    }
+    static int duplicates(const std::map<std::string, int>& seen) {
+        int extra = 0;
+        for (const auto& [id, count] : seen) extra += count - 1;
+        return extra;
+    }
+    int count(const std::string& query) { return sql(query)[0][0].as<int>(); }
+};
+
+// Another instance takes this one for dead (its heartbeat looked 3 s old: a stall) while it
+// holds a burst in memory: the registration deleted and the claims given back in one
+// transaction, as forget_dead_instances does. Before fencing, the next heartbeat re-created the
+// registration, the instance claimed the runs again beside its in-memory copies and released
+// each twice.
+TEST_F(Fencing, an_instance_taken_for_dead_drops_what_it_holds_and_releases_each_job_once) {
+    auto& process = start_hourglass();
+    Client receiver(amqp_url_);
+    receiver.subscribe(out_exchange(), "#");
+    constexpr int kJobs = 600;  // a burst: held in memory until its instant
+    const auto due = now_ms() + 10s;
+    Client(amqp_url_).publish_all(scheduled_series("fenced-", kJobs, due));
+    ASSERT_TRUE(eventually("SELECT count(*) FROM jobs WHERE lease_owner IS NOT NULL",
+                           std::to_string(kJobs), 8s))
+        << process.log_tail();
+    {
+        pqxx::work tx(*db_);
+        tx.exec("DELETE FROM instances");
+        tx.exec("UPDATE jobs SET lease_owner = NULL, lease_until = NULL WHERE lease_owner IS NOT NULL");
+        tx.commit();
+    }
+    std::this_thread::sleep_until(due);
+    const auto seen = per_job(receiver.drain(3000ms, 30s), "fenced-");
+    std::cout << "[taken for dead] jobs " << kJobs << ", released " << seen.size()
+              << ", duplicates " << duplicates(seen) << "\n";
+    EXPECT_EQ(seen.size(), static_cast<std::size_t>(kJobs));
+    EXPECT_EQ(duplicates(seen), 0);
+    EXPECT_NE(process.log_tail(100000).find("took this one for dead"), std::string::npos);
+    EXPECT_EQ(count("SELECT count(*) FROM instances"), 1) << "registered again";
+}
+
+// A row leased to the live instance behind its back (an insert or a claim whose COMMIT
+// succeeded but whose reply was lost): nobody else may claim a live owner's row, so it waited
+// until a restart. Now its owner gives it back within seconds.
+TEST_F(Fencing, a_run_leased_to_a_live_instance_that_does_not_hold_it_is_released) {
+    auto& process = start_hourglass({"--horizon", "2s"});
+    Client receiver(amqp_url_);
+    receiver.subscribe(out_exchange(), "#");
+    Client(amqp_url_).publish(delayed("orphan", 6000));
+    ASSERT_TRUE(eventually("SELECT state FROM jobs WHERE id = 'orphan'", "pending"));
+    ASSERT_TRUE(eventually("SELECT count(*) FROM instances", "1"));
+    // As a claim 11 s ago would have left it (lease_until = claim + --lease 30 s + 1 s step).
+    sql("UPDATE jobs SET lease_owner = (SELECT id FROM instances), "
+        "lease_until = now() + interval '20 seconds' WHERE id = 'orphan'");
+    const auto released = receiver.receive(15s);
+    ASSERT_TRUE(released) << "parked under its live owner\n" << process.log_tail();
+    EXPECT_EQ(string_header(released->message, "x-hourglass-id"), "orphan");
+    const auto due = parse_rfc3339(string_header(released->message, "x-hourglass-due"));
+    ASSERT_TRUE(due);
+    EXPECT_LT(released->received_at - *due, 8s) << "given back within seconds";
+    EXPECT_FALSE(receiver.receive(2s)) << "released twice";
+}
+
+// A queue bound to the release exchange at its length limit with x-overflow reject-publish:
+// the broker nacks a burst's publish although the healthy queue beside it got its copy. A nack
+// given back was claimed and published again round after round (30,673 copies of 1,500 jobs).
+TEST_F(Fencing, a_full_consumer_queue_never_multiplies_a_burst) {
+    auto& process = start_hourglass({"--horizon", "5s"});
+    Client client(amqp_url_);
+    const auto full = prefix_ + ".full";
+    client.connection().declare_queue(1, full,
+                                      {{"x-queue-type", std::string("classic")},
+                                       {"x-max-length", std::int32_t{0}},
+                                       {"x-overflow", std::string("reject-publish")}});
+    client.connection().bind_queue(1, full, out_exchange(), "#");
+    Client receiver(amqp_url_);
+    receiver.subscribe(out_exchange(), "#");
+    constexpr int kJobs = 600;
+    Client(amqp_url_).publish_all(scheduled_series("burst-", kJobs, now_ms() + 4s));
+    const auto seen = per_job(receiver.drain(6000ms, 40s), "burst-");
+    std::cout << "[full consumer queue] jobs " << kJobs << ", released " << seen.size()
+              << ", duplicates " << duplicates(seen) << "\n";
+    EXPECT_EQ(seen.size(), static_cast<std::size_t>(kJobs)) << process.log_tail();
+    EXPECT_EQ(duplicates(seen), 0);
+    EXPECT_EQ(count("SELECT count(*) FROM jobs WHERE id LIKE 'burst-%' AND state = 'pending'"), 0);
+}
+
+// enqueued_at is when the run was handed to the broker: never after its release.
+TEST_F(Fencing, enqueued_at_is_never_after_released_at) {
+    start_hourglass({"--horizon", "5s"});
+    Client receiver(amqp_url_);
+    receiver.subscribe(out_exchange(), "#");
+    constexpr int kJobs = 600;
+    Client client(amqp_url_);
+    client.publish_all(scheduled_series("at-burst-", kJobs, now_ms() + 1500ms));
+    std::vector<Message> soon;
+    for (int i = 0; i < 50; ++i) soon.push_back(delayed("at-soon-" + std::to_string(i), 200 + i * 20));
+    client.publish_all(soon);
+    ASSERT_TRUE(eventually("SELECT count(*) FROM jobs WHERE state = 'done'", std::to_string(kJobs + 50), 30s));
+    const auto after = sql("SELECT id, enqueued_at::text, released_at::text FROM jobs "
+                           "WHERE enqueued_at > released_at");
+    EXPECT_EQ(after.size(), 0u) << "e.g. " << (after.empty() ? "" : after[0][0].c_str()) << " enqueued "
+                                << (after.empty() ? "" : after[0][1].c_str()) << ", released "
+                                << (after.empty() ? "" : after[0][2].c_str());
+}
+
+}  // namespace
+}  // namespace hourglass::testing

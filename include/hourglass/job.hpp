@@ -24,6 +24,9 @@ struct ClaimedRun {
     int run = 1;                   // the run number this release carries (x-hourglass-run)
     std::optional<CronSpec> cron;  // set for recurring jobs
     bool resent = false;           // handed over before, never observed: published again
+    // Runs already handed over are observed with this run (a release group whose last run was
+    // given back): its release must be copied to the audit itself, never observed with another.
+    bool observe_itself = false;
 };
 
 // Claims at insert (reference §6.2): room the loader offers ingest for one batch. Ingest leases

@@ -436,7 +436,13 @@ void Loader::heartbeat_loop(std::stop_token stop) {
             }
             if (seams_.steady_now() >= next_reconcile) {
                 next_reconcile = seams_.steady_now() + timings.reconcile_every;
-                give_back_orphaned_claims(*store);
+                // Its failure must not hold up the beats: tried again at the next round (a lost
+                // connection fails the next beat, which reconnects).
+                try {
+                    give_back_orphaned_claims(*store);
+                } catch (const std::exception& error) {
+                    spdlog::warn("loader: could not look for orphaned claims: {}", error.what());
+                }
             }
         } while (sleep_unless_stopped(stop, timings.heartbeat_every));
     });
@@ -810,7 +816,8 @@ void Loader::group_releases(std::vector<Scheduled>& batch, TimePoint now, unsign
         const auto ttl = burst ? Milliseconds{0} : ladder_.ttl_for(run.due_at, now);
         const auto key = std::make_tuple(targeted, burst, ttl, lane, run.due_at);
         const auto [last, inserted] = last_of_group.try_emplace(key, RunRef{run.id, run.run});
-        if (!inserted) scheduled.observed_with = last->second;
+        // Runs of an earlier group are observed with this one: it takes its own copy.
+        if (!inserted && !run.observe_itself) scheduled.observed_with = last->second;
     }
 }
 

@@ -121,11 +121,13 @@ void prepare_statements(pqxx::connection& c) {
                   "UPDATE jobs j SET lease_owner = $1, "
                   "lease_until = now() + $4 * interval '1 millisecond', updated_at = now() "
                   "WHERE j.id IN (SELECT id FROM taken) "
-                  // Fencing: an instance taken for dead claims nothing until it has dropped
-                  // what it held and registered again.
-                  "AND EXISTS (SELECT 1 FROM instances WHERE id = $1) "
                   "RETURNING " +
-                  kClaimedRunColumns + ", (SELECT count(*) FROM candidates)");
+                  kClaimedRunColumns + ", (SELECT count(*) FROM candidates), " +
+                  // Members of a release group handed over with this run as their last: it
+                  // was given back (or is re-sent), and must take its own audit copy.
+                  "EXISTS (SELECT 1 FROM jobs c WHERE c.observed_with_id = j.id "
+                  "        AND c.state = 'enqueued' AND c.observed_with_run = "
+                  "        j.runs + CASE WHEN j.state = 'enqueued' THEN 0 ELSE 1 END)");
     // Runs observed with another (release groups, migration 010) end `done` here when that
     // run's release was recorded first (a release can beat its hand-over's commit).
     c.prepare("record_handed_over",
@@ -190,12 +192,12 @@ void prepare_statements(pqxx::connection& c) {
     // Orphaned claims: lease_until is the claim's time + the lease it was given.
     c.prepare("claims_older_than",
               "SELECT id FROM jobs WHERE lease_owner IS NOT DISTINCT FROM $1 "
-              "AND lease_until < now() + ($2 - $3) * interval '1 millisecond'");
+              "AND lease_until < now() + ($2::bigint - $3::bigint) * interval '1 millisecond'");
     c.prepare("release_orphaned_claims",
               "UPDATE jobs SET lease_owner = NULL, lease_until = NULL, updated_at = now() "
               "WHERE lease_owner IS NOT DISTINCT FROM $1 "
               "AND id IN (SELECT jsonb_array_elements_text($2::jsonb)) "
-              "AND lease_until < now() + ($3 - $4) * interval '1 millisecond'");
+              "AND lease_until < now() + ($3::bigint - $4::bigint) * interval '1 millisecond'");
     // Rows another transaction holds keep their lease: claim_due takes it over once it ends
     // (lease_until), since its owner no longer beats. Waiting here would hold up a clean stop,
     // or every heartbeat, for as long as an operator's transaction stays open.
@@ -291,9 +293,13 @@ void prepare_statements(pqxx::connection& c) {
     c.prepare("stats_lateness",
               std::string("SELECT ") + kLatenessColumns + " FROM stats_lateness");
     // The ended rows of one-shot jobs, oldest first, from the partial index of migration 006.
+    // Not a run that handed-over runs of its release group are still observed with (their
+    // record came after its release, held up by a lock): they end `done` through its row.
     constexpr const char* kEndedBefore =
         "state IN ('done', 'cancelled') AND cron IS NULL "
-        "AND updated_at < now() - $1 * interval '1 millisecond'";
+        "AND updated_at < now() - $1 * interval '1 millisecond' "
+        "AND NOT EXISTS (SELECT 1 FROM jobs c WHERE c.observed_with_id = jobs.id "
+        "                AND c.state = 'enqueued')";
     c.prepare("prune_ended",
               std::string("WITH doomed AS (SELECT id FROM jobs WHERE ") + kEndedBefore +
                   " ORDER BY updated_at LIMIT $2 FOR UPDATE SKIP LOCKED) "
@@ -539,6 +545,7 @@ Claim JobStore::claim_due(const std::string& owner, TimePoint horizon_end, Claim
         run.due_at = time_of(row[3]);
         run.run = row[4].as<int>();
         run.resent = row[11].as<bool>();
+        run.observe_itself = row[13].as<bool>();
         run.body = pqxx::binarystring(row[5]).str();
         auto properties = properties_from_json(json::parse(row[6].c_str(), nullptr, false));
         // Written by hourglass itself; a row edited by hand into another shape still releases.

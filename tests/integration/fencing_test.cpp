@@ -5,6 +5,8 @@
 #include <thread>
 
 #include "integration/harness.hpp"
+#include "store/job_store.hpp"
+#include "store/migrations.hpp"
 
 namespace hourglass::testing {
 namespace {
@@ -45,12 +47,9 @@ TEST_F(Fencing, an_instance_taken_for_dead_drops_what_it_holds_and_releases_each
     ASSERT_TRUE(eventually("SELECT count(*) FROM jobs WHERE lease_owner IS NOT NULL",
                            std::to_string(kJobs), 8s))
         << process.log_tail();
-    {
-        pqxx::work tx(*db_);
-        tx.exec("DELETE FROM instances");
-        tx.exec("UPDATE jobs SET lease_owner = NULL, lease_until = NULL WHERE lease_owner IS NOT NULL");
-        tx.commit();
-    }
+    sql("WITH gone AS (DELETE FROM instances RETURNING id) "
+        "UPDATE jobs SET lease_owner = NULL, lease_until = NULL "
+        "WHERE lease_owner IN (SELECT id FROM gone)");
     std::this_thread::sleep_until(due);
     const auto seen = per_job(receiver.drain(3000ms, 30s), "fenced-");
     std::cout << "[taken for dead] jobs " << kJobs << ", released " << seen.size()
@@ -124,6 +123,34 @@ TEST_F(Fencing, enqueued_at_is_never_after_released_at) {
     EXPECT_EQ(after.size(), 0u) << "e.g. " << (after.empty() ? "" : after[0][0].c_str()) << " enqueued "
                                 << (after.empty() ? "" : after[0][1].c_str()) << ", released "
                                 << (after.empty() ? "" : after[0][2].c_str());
+}
+
+// A release group whose last run was given back (its connection dropped before it left): the
+// runs handed over with it are observed through it, so when it is claimed again it takes its
+// own audit copy (observe_itself); and retention never deletes a run that handed-over runs are
+// still observed with. Else they stayed `enqueued` and were published again after
+// --resend-after.
+TEST_F(Fencing, the_run_a_group_is_observed_with_is_claimed_to_observe_itself_and_kept) {
+    store::migrate(*db_, schema_, false);
+    store::JobStore store({pg_url_, schema_});
+    sql("INSERT INTO jobs (id, routing_key, due_at, body, properties) "
+        "SELECT id, 'jobs.test', now() + interval '1 second', '\\x00', '{}' "
+        "FROM unnest(ARRAY['last', 'member', 'alone']) id");
+    ASSERT_EQ(store.claim_due("loader", now_ms() + 60s, 10, 60s).size(), 3u);
+    store.record_handed_over("loader", {{"member", 1, std::nullopt, true, RunRef{"last", 1}}});
+    EXPECT_TRUE(store.release_claims("loader", {"last", "alone"}).empty());
+    std::map<std::string, bool> observe_itself;
+    for (const auto& run : store.claim_due("loader", now_ms() + 60s, 10, 60s)) {
+        observe_itself[run.id] = run.observe_itself;
+    }
+    EXPECT_EQ(observe_itself, (std::map<std::string, bool>{{"last", true}, {"alone", false}}));
+
+    // Retention: "last" ended long ago, "member" still waits for its record through it.
+    sql("UPDATE jobs SET state = 'done', updated_at = now() - interval '30 days', "
+        "lease_owner = NULL WHERE id IN ('last', 'alone')");
+    store.prune_ended(Milliseconds{1000}, 100);
+    EXPECT_EQ(sql("SELECT string_agg(id, ',' ORDER BY id) FROM jobs")[0][0].as<std::string>(),
+              "last,member");
 }
 
 }  // namespace

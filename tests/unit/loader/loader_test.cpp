@@ -142,7 +142,6 @@ public:
         db_.check_reachable();
         ++db_.claims;
         store::Claim claim;
-        if (!db_.registered.contains(owner)) return claim;  // fencing, as JobStore's claim
         std::size_t bytes = 0;
         for (auto& [id, row] : db_.rows) {
             if (!row.owner.empty() || row.handed_over || row.run.due_at > horizon_end) continue;
@@ -545,6 +544,37 @@ TEST_F(LoaderTest, records_whether_the_audit_observes_the_runs_it_hands_over) {
         EXPECT_TRUE(d.rows.at("observed").audited);
         EXPECT_FALSE(d.rows.at("unobserved").audited);
     });
+}
+
+// A run that handed-over runs are observed with (their group's last run, given back when its
+// connection dropped before it left, or re-sent) is published with its own audit copy, never
+// observed with another: else those runs never ended `done` and were published again after
+// --resend-after.
+TEST_F(LoaderTest, a_run_others_are_observed_with_always_takes_its_own_audit_copy) {
+    const auto due = in(1500ms);
+    for (int i = 0; i < 12; ++i) {
+        ClaimedRun run;
+        run.id = "grouped-" + std::to_string(100 + i);
+        run.routing_key = "rk." + run.id;
+        run.due_at = due;
+        run.observe_itself = i % 3 == 0;
+        db.add(std::move(run));
+    }
+    auto loader_options = options();
+    loader_options.topology.delay_lanes = 1;  // one queue: one group, unless a run observes itself
+    start(std::move(loader_options));
+    ASSERT_TRUE(eventually([&] { return db.handed_over() == 12; }));
+    const auto publishes = broker.publishes();
+    ASSERT_EQ(publishes.size(), 12u);
+    for (const auto& publish : publishes) {
+        const auto id = header_text(publish.message, header::kId);
+        const bool observe_itself =
+            db.read([&](const FakeDatabase& d) { return d.rows.at(id).run.observe_itself; });
+        if (!observe_itself) continue;
+        EXPECT_EQ(bcc_keys(publish.message), std::vector<std::string>{names.audit_key}) << id;
+        EXPECT_FALSE(db.read([&](const FakeDatabase& d) { return d.rows.at(id).observed_with; }))
+            << id;
+    }
 }
 
 // Release groups: runs due at one instant and published into one delay queue leave it in

@@ -1,0 +1,268 @@
+"""python3 -m bench.chaos: the fault campaign against running services (scripts/services), as
+`scripts/bench --only chaos` runs it.
+
+Starts --instances hourglass instances on one prefix and schema, each reaching PostgreSQL and
+RabbitMQ through proxies of its own (bench/chaos/proxy.py), and the load and checker
+(bench/e2e_chaos.cpp) straight on the broker. For --minutes, every --every seconds on average
+it injects one fault at random, logged with its start and end:
+  kill9         an instance killed with SIGKILL, restarted 2-5 s later
+  sigstop       an instance stopped with SIGSTOP for 5 s (past the 3 s takeover), then resumed
+  pg_immediate  PostgreSQL stopped in immediate mode (a crash), restarted
+  pg_terminate  pg_terminate_backend of every hourglass connection
+  broker_close  every hourglass connection closed from the management API
+  memory_alarm  the broker's memory alarm for 8 s (publishers blocked)
+  full_queue    a queue at its length limit with x-overflow reject-publish bound to the output
+                exchange for 15 s
+  net_cut_pg    the network between one instance and PostgreSQL cut for 6 s
+  net_cut_amqp  the network between one instance and RabbitMQ cut for 6 s
+Then it lets the load drain, reads the checker's result, counts jobs still pending past their
+due time (parked), explains each duplicate by a fault (report.py), prints a table, writes
+summary.json, faults.json and a plot (gnuplot, if installed) into --out, and exits 1 if a job
+was lost, early, parked or released twice with no fault to explain it."""
+import argparse
+import base64
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.parse
+import urllib.request
+
+from bench.chaos import report
+from bench.chaos.proxy import Proxy
+
+FAULTS = ("kill9", "sigstop", "pg_immediate", "pg_terminate", "broker_close", "memory_alarm",
+          "full_queue", "net_cut_pg", "net_cut_amqp")
+
+
+def parse_args():
+    p = argparse.ArgumentParser(prog="python3 -m bench.chaos")
+    p.add_argument("--minutes", type=float, default=30)
+    p.add_argument("--instances", type=int, default=3)
+    p.add_argument("--every", type=float, default=20, help="mean seconds between faults")
+    p.add_argument("--rate", type=float, default=200, help="steady jobs per second")
+    p.add_argument("--hotspot-jobs", type=int, default=2000)
+    p.add_argument("--hotspot-every", type=float, default=60)
+    p.add_argument("--resend-after", default="20s")
+    p.add_argument("--faults", default=",".join(FAULTS))
+    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--hourglass", required=True)
+    p.add_argument("--driver", required=True)
+    p.add_argument("--services", required=True, help="the scripts/services directory")
+    p.add_argument("--out", required=True)
+    p.add_argument("--label", default="")
+    return p.parse_args()
+
+
+class Campaign:
+    def __init__(self, args):
+        self.args = args
+        self.root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        self.env = dict(os.environ)
+        self.amqp_url = self.env["HOURGLASS_AMQP_URL"]
+        self.pg_url = self.env["HOURGLASS_PG_URL"]
+        self.mgmt_url = self.env["HOURGLASS_RABBIT_MGMT_URL"]
+        tag = time.strftime("%H%M%S")
+        self.prefix = f"hourglass.chaos.{tag}"
+        self.schema = f"chaos_{tag}"
+        self.rabbit_port = urllib.parse.urlparse(self.amqp_url).port
+        self.pg_port = urllib.parse.urlparse(self.pg_url).port
+        self.processes = {}
+        self.proxies = {}
+        self.faults = []
+        self.random = random.Random(args.seed)
+        os.makedirs(args.out, exist_ok=True)
+
+    # --- services and instances ---
+    def services(self, *action):
+        return subprocess.run([os.path.join(self.root, "scripts", "services"), action[0], self.args.services,
+                               *action[1:]], capture_output=True, text=True, timeout=180)
+
+    def psql(self, sql):
+        r = self.services("psql", "-At", "-c", sql)
+        return r.stdout.strip()
+
+    def mgmt(self, method, path, body=None):
+        parsed = urllib.parse.urlparse(self.mgmt_url)
+        url = f"{parsed.scheme}://{parsed.hostname}:{parsed.port}{path}"
+        request = urllib.request.Request(url, method=method, data=json.dumps(body).encode() if body is not None else None)
+        token = base64.b64encode(f"{parsed.username}:{parsed.password}".encode()).decode()
+        request.add_header("Authorization", "Basic " + token)
+        request.add_header("Content-Type", "application/json")
+        with urllib.request.urlopen(request, timeout=10) as response:
+            text = response.read()
+            return json.loads(text) if text else None
+
+    def through(self, url, proxy):
+        parsed = urllib.parse.urlparse(url)
+        netloc = parsed.netloc.rsplit(":", 1)[0] + f":{proxy.port}"
+        return urllib.parse.urlunparse(parsed._replace(netloc=netloc))
+
+    def start_instance(self, name):
+        if name not in self.proxies:
+            self.proxies[name] = {"pg": Proxy("127.0.0.1", self.pg_port), "amqp": Proxy("127.0.0.1", self.rabbit_port)}
+        proxies = self.proxies[name]
+        log = open(os.path.join(self.args.out, f"{name}.log"), "a")
+        command = [self.args.hourglass, "run", "--prefix", self.prefix, "--schema", self.schema,
+                   "--amqp-url", self.through(self.amqp_url, proxies["amqp"]),
+                   "--pg-url", self.through(self.pg_url, proxies["pg"]),
+                   "--resend-after", self.args.resend_after, "--http", "off", "--log-level", "info"]
+        self.processes[name] = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+
+    def stop_all(self):
+        for process in self.processes.values():
+            if process.poll() is None:
+                try:
+                    os.kill(process.pid, signal.SIGCONT)
+                    process.terminate()
+                    process.wait(timeout=20)
+                except Exception:
+                    process.kill()
+        for proxies in self.proxies.values():
+            for proxy in proxies.values():
+                proxy.close()
+
+    # --- faults ---
+    def instance(self):
+        return self.random.choice(sorted(self.processes))
+
+    def inject(self, kind):
+        start = time.time()
+        target = ""
+        if kind == "kill9":
+            target = self.instance()
+            self.processes[target].kill()
+            self.processes[target].wait()
+            time.sleep(self.random.uniform(2, 5))
+            self.start_instance(target)
+        elif kind == "sigstop":
+            target = self.instance()
+            os.kill(self.processes[target].pid, signal.SIGSTOP)
+            time.sleep(5)
+            os.kill(self.processes[target].pid, signal.SIGCONT)
+        elif kind == "pg_immediate":
+            target = "postgresql"
+            pid_file = os.path.join(self.args.services, "postgres", "data", "postmaster.pid")
+            with open(pid_file) as f:
+                os.kill(int(f.readline()), signal.SIGQUIT)  # immediate shutdown: a crash
+            time.sleep(2)
+            self.services("start-pg")
+        elif kind == "pg_terminate":
+            target = "postgresql"
+            self.psql("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                      "WHERE application_name = 'hourglass'")
+        elif kind == "broker_close":
+            target = "rabbitmq"
+            for connection in self.mgmt("GET", "/api/connections?columns=name,client_properties") or []:
+                name = (connection.get("client_properties") or {}).get("connection_name", "")
+                if name.startswith("hourglass") and name != "hourglass test":
+                    try:
+                        self.mgmt("DELETE", "/api/connections/" + urllib.parse.quote(connection["name"], safe=""))
+                    except Exception:
+                        pass
+        elif kind == "memory_alarm":
+            target = "rabbitmq"
+            self.services("rabbitmqctl", "set_vm_memory_high_watermark", "0.000001")
+            time.sleep(8)
+            self.services("rabbitmqctl", "set_vm_memory_high_watermark", "0.4")
+        elif kind == "full_queue":
+            target = "rabbitmq"
+            queue = urllib.parse.quote(self.prefix + ".chaos-full", safe="")
+            self.mgmt("PUT", f"/api/queues/%2F/{queue}", {"durable": False, "auto_delete": False, "arguments": {
+                "x-max-length": 0, "x-overflow": "reject-publish", "x-queue-type": "classic"}})
+            exchange = urllib.parse.quote(self.prefix + ".out", safe="")
+            self.mgmt("POST", f"/api/bindings/%2F/e/{exchange}/q/{queue}", {"routing_key": "#"})
+            time.sleep(15)
+            self.mgmt("DELETE", f"/api/queues/%2F/{queue}")
+        elif kind in ("net_cut_pg", "net_cut_amqp"):
+            target = self.instance()
+            proxy = self.proxies[target]["pg" if kind == "net_cut_pg" else "amqp"]
+            proxy.cut()
+            time.sleep(6)
+            proxy.heal()
+        fault = {"kind": kind, "target": target, "start": start, "end": time.time()}
+        self.faults.append(fault)
+        print(f"chaos: {time.strftime('%H:%M:%S')} {kind} {target} ({fault['end'] - start:.1f} s)", flush=True)
+
+    def run(self):
+        a = self.args
+        for i in range(a.instances):
+            self.start_instance(f"hg-{i}")
+        time.sleep(5)  # migrated and declared
+        result_file = os.path.join(a.out, "driver.json")
+        duration = a.minutes * 60
+        driver = subprocess.Popen([a.driver, "--amqp-url", self.amqp_url, "--prefix", self.prefix,
+                                   "--duration", str(duration), "--rate", str(a.rate),
+                                   "--hotspot-every", str(a.hotspot_every), "--hotspot-jobs", str(a.hotspot_jobs),
+                                   "--drain", str(self.resend_after_s() + 20), "--out", result_file])
+        kinds = [k for k in a.faults.split(",") if k]
+        end = time.time() + duration - 10  # the last fault ends before the load does
+        try:
+            while time.time() < end:
+                time.sleep(self.random.expovariate(1 / a.every))
+                if time.time() >= end:
+                    break
+                try:
+                    self.inject(self.random.choice(kinds))
+                except Exception as error:  # a fault that could not be injected is logged, not fatal
+                    print(f"chaos: fault failed: {error}", flush=True)
+            for name, process in list(self.processes.items()):
+                if process.poll() is not None:
+                    self.start_instance(name)
+            driver.wait(timeout=duration + 3600)
+            parked = self.psql(f"SELECT count(*) FROM {self.schema}.jobs WHERE state = 'pending' "
+                               f"AND cron IS NULL AND due_at < now() - interval '10 seconds'")
+        finally:
+            if driver.poll() is None:
+                driver.kill()
+            self.stop_all()
+        with open(result_file) as f:
+            result = json.load(f)
+        summary = report.summarize(result, self.faults, self.resend_after_s(), int(parked or 0))
+        summary.update({"minutes": a.minutes, "instances": a.instances, "label": a.label})
+        with open(os.path.join(a.out, "summary.json"), "w") as f:
+            json.dump(summary, f, indent=1)
+        with open(os.path.join(a.out, "faults.json"), "w") as f:
+            json.dump(self.faults, f, indent=1)
+        self.plot(result)
+        self.psql(f"DROP SCHEMA IF EXISTS {self.schema} CASCADE")
+        print(report.table(summary, a.label or f"{a.instances} instances, {a.minutes:g} min"), flush=True)
+        return 0 if report.ok(summary) else 1
+
+    def resend_after_s(self):
+        text = self.args.resend_after
+        units = {"ms": 0.001, "s": 1, "m": 60, "h": 3600}
+        for unit in ("ms", "s", "m", "h"):
+            if text.endswith(unit):
+                return float(text[: -len(unit)]) * units[unit]
+        return float(text)
+
+    def plot(self, result):
+        if not shutil.which("gnuplot") or not result["per_second"]:
+            return
+        first = result["per_second"][0][0]
+        data = os.path.join(self.args.out, "releases.dat")
+        with open(data, "w") as f:
+            for second, count in result["per_second"]:
+                f.write(f"{second - first} {count}\n")
+        arrows = "".join(f'set arrow from {fault["start"] - first:.0f}, graph 0 to {fault["start"] - first:.0f}, graph 1 nohead lc rgb "red"\n'
+                         f'set label "{fault["kind"]}" at {fault["start"] - first:.0f}, graph 0.95 rotate by 90 font ",7"\n'
+                         for fault in self.faults)
+        script = (f'set terminal png size 1400,500\nset output "{os.path.join(self.args.out, "chaos.png")}"\n'
+                  'set xlabel "seconds"\nset ylabel "releases per second"\nset key off\n'
+                  f'{arrows}plot "{data}" using 1:2 with impulses lc rgb "#3060a0"\n')
+        subprocess.run(["gnuplot"], input=script, text=True, capture_output=True)
+
+
+def main():
+    args = parse_args()
+    sys.exit(Campaign(args).run())
+
+
+if __name__ == "__main__":
+    main()

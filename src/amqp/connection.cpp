@@ -60,7 +60,8 @@ void check_reply(amqp_connection_state_t state, const amqp_rpc_reply_t& reply, c
         amqp_connection_close_ok_t close_ok{};
         amqp_send_method(state, 0, AMQP_CONNECTION_CLOSE_OK_METHOD, &close_ok);
         throw ConnectionError(std::string(what) + ": connection closed by broker: " +
-                              std::to_string(close->reply_code) + " " +
+                                  std::to_string(close->reply_code) + " " +
+                                  reply_text(close->reply_text),
                               reply_text(close->reply_text));
     }
     throw ConnectionError(std::string(what) + ": unexpected server reply");
@@ -519,7 +520,8 @@ std::optional<Event> Connection::next_event(std::chrono::microseconds timeout) {
                 std::to_string(close->reply_code) + " " + reply_text(close->reply_text);
             amqp_connection_close_ok_t close_ok{};
             amqp_send_method(state, 0, AMQP_CONNECTION_CLOSE_OK_METHOD, &close_ok);
-            throw ConnectionError("connection closed by broker: " + text);
+            throw ConnectionError("connection closed by broker: " + text,
+                                  reply_text(close->reply_text));
         }
         case AMQP_BASIC_CANCEL_METHOD:
             // The broker cancelled a consumer (its queue was deleted): treat as a channel loss.

@@ -44,6 +44,18 @@ private:
 class ConnectionError : public Error {
 public:
     using Error::Error;
+    // The broker closed it with connection.close: `reply_text` says why.
+    ConnectionError(const std::string& what, std::string reply_text)
+        : Error(what), broker_reply_(std::move(reply_text)) {}
+    // Whether the broker closed it while it keeps running (an operator's close from the
+    // management API, a policy), not because it shuts down: its queues went on meanwhile.
+    // False when the connection was lost (a network cut, a crash): nothing is known.
+    bool closed_by_running_broker() const noexcept {
+        return broker_reply_ && broker_reply_->find("shutdown") == std::string::npos;
+    }
+
+private:
+    std::optional<std::string> broker_reply_;
 };
 
 struct ConnectionOptions {

@@ -228,8 +228,12 @@ void run_audit(const AuditOptions& options, std::stop_token stop, AuditSeams sea
     run_with_reconnect("audit", stop, [&] {
         try {
             audit_session(options, seams, metrics, stop, outages, consuming);
-        } catch (const amqp::Error&) {
-            if (consuming) {  // lost the broker (not a failed reconnect attempt)
+        } catch (const amqp::Error& error) {
+            // A connection the broker closed while it keeps running (from the management API)
+            // is no outage: its queues dead-lettered as ever meanwhile, copies and all.
+            const auto* closed = dynamic_cast<const amqp::ConnectionError*>(&error);
+            const bool broker_went_on = closed && closed->closed_by_running_broker();
+            if (consuming && !broker_went_on) {  // lost the broker (not a failed reconnect attempt)
                 outages.push_back(
                     {std::chrono::time_point_cast<Milliseconds>(seams.now()), std::nullopt});
                 if (outages.size() > kOutagesKept) outages.pop_front();

@@ -30,7 +30,10 @@ using Micros = std::chrono::sys_time<std::chrono::microseconds>;
 constexpr std::int64_t kNoonSeconds = 1795608000;
 const Micros kNoon{std::chrono::seconds{kNoonSeconds}};
 
-struct LoseConnection {};
+struct LoseConnection {
+    // The broker's connection.close text; empty: the connection was lost without one.
+    std::string broker_reply;
+};
 
 // The audit queue and the database as the fakes share them; `log` is what happened, in order.
 struct FakeWorld {
@@ -52,9 +55,9 @@ struct FakeWorld {
         std::lock_guard lock(mutex);
         queue.emplace_back(std::move(message));
     }
-    void lose_connection() {
+    void lose_connection(std::string broker_reply = "") {
         std::lock_guard lock(mutex);
-        queue.emplace_back(LoseConnection{});
+        queue.emplace_back(LoseConnection{std::move(broker_reply)});
     }
     std::vector<std::string> events() {
         std::lock_guard lock(mutex);
@@ -79,8 +82,9 @@ public:
             if (!world_.queue.empty()) {
                 auto next = std::move(world_.queue.front());
                 world_.queue.pop_front();
-                if (std::holds_alternative<LoseConnection>(next)) {
-                    throw amqp::ConnectionError("connection lost");
+                if (const auto* lost = std::get_if<LoseConnection>(&next)) {
+                    if (lost->broker_reply.empty()) throw amqp::ConnectionError("connection lost");
+                    throw amqp::ConnectionError("connection closed by broker", lost->broker_reply);
                 }
                 amqp::Delivery delivery;
                 delivery.delivery_tag = ++last_tag_;
@@ -354,6 +358,29 @@ TEST_F(AuditSessionTest, copies_dead_lettered_while_the_broker_went_down_are_ack
     // the loss until the audit was back are acked and left enqueued, for the re-send.
     EXPECT_EQ(world.events(),
               (std::vector<std::string>{"record before,after,no-x-death", "ack 5"}));
+}
+
+// A connection the broker closed while running (from the management API) is no outage: its
+// delay queues dead-lettered as ever, so the copies of that time are recorded, not doubted and
+// re-sent (each re-send of a delivered run is a duplicate). A shutdown's close still is.
+TEST_F(AuditSessionTest, a_connection_closed_by_a_running_broker_doubts_nothing) {
+    options.batch_size = 1;
+    options.batch_wait = 1h;
+    on_feed_opened = [this](int opened) {
+        if (opened == 2) world.now_us = (kNoon + 30s).time_since_epoch().count();
+        if (opened == 3) world.now_us = (kNoon + 90s).time_since_epoch().count();
+    };
+    world.lose_connection("CONNECTION_FORCED - Closed via management plugin");
+    world.deliver(released_copy("while-closed", {death(kNoonSeconds + 20)}));
+    world.lose_connection("CONNECTION_FORCED - broker forced connection closure with reason 'shutdown'");
+    world.deliver(released_copy("while-shut-down", {death(kNoonSeconds + 60)}));
+    world.deliver(released_copy("after", {death(kNoonSeconds + 91)}));
+    start();
+    ASSERT_TRUE(eventually(has_size(4))) << ::testing::PrintToString(world.events());
+    finish();
+    // The copy of the shutdown's time is acked unrecorded (with the next record), for the re-send.
+    EXPECT_EQ(world.events(), (std::vector<std::string>{"record while-closed", "ack 1",
+                                                        "record after", "ack 2"}));
 }
 
 TEST_F(AuditSessionTest, with_quorum_delay_queues_nothing_is_doubted_after_an_outage) {

@@ -29,6 +29,9 @@ inline constexpr std::string_view kReplace = "x-replace";
 inline constexpr std::string_view kCancel = "x-cancel";
 inline constexpr std::string_view kReplyTo = "x-reply-to";
 inline constexpr std::string_view kExchange = "x-hourglass-exchange";
+// How late is too late (a duration, e.g. `30s`): a run that would be released later than this
+// after its due time goes to <prefix>.expired instead (reference §6 "Expiry").
+inline constexpr std::string_view kExpiresAfter = "x-hourglass-expires-after";
 // Set by the loader on a targeted run the audit observes with the last run of its release group
 // (its value: that run's job id); the forwarder takes no audit copy of it and removes it.
 inline constexpr std::string_view kObservedWith = "x-hourglass-observed-with";
@@ -64,6 +67,7 @@ struct ScheduleCommand {
     TimePoint accepted_at;
     bool replace = false;
     std::optional<CronSpec> cron;
+    std::optional<Milliseconds> expires_after;  // x-hourglass-expires-after
     // Set by ingest: lease the job to this instance's loader as it is inserted (a claim at
     // insert, InsertClaimOffer); the store says in CommandOutcome::claimed whether it did.
     bool claim_at_insert = false;

@@ -27,6 +27,7 @@ struct ClaimedRun {
     // Runs already handed over are observed with this run (a release group whose last run was
     // given back): its release must be copied to the audit itself, never observed with another.
     bool observe_itself = false;
+    std::optional<Milliseconds> expires_after;  // x-hourglass-expires-after
 };
 
 // Claims at insert (reference §6.2): room the loader offers ingest for one batch. Ingest leases
@@ -63,6 +64,8 @@ struct HandedOverRun {
     // When it was published (the one clock): its enqueued_at, never after its release. Empty:
     // the time of the record.
     std::optional<TimePoint> handed_at = std::nullopt;
+    // Sent to <prefix>.expired instead of being released (x-hourglass-expires-after).
+    bool expired = false;
 };
 
 // A release observed by the audit consumer.

@@ -39,4 +39,9 @@ std::string format_rfc3339_ms(TimePoint instant);
 std::int64_t to_epoch_ms(TimePoint instant) noexcept;
 TimePoint from_epoch_ms(std::int64_t epoch_ms) noexcept;
 
+// A duration written as a number and a unit (`500ms`, `5s`, `10m`, `2h`, `7d`), as every
+// duration option and header takes it; throws std::invalid_argument showing the accepted forms
+// (a bare number is refused: it once meant milliseconds, silently).
+Milliseconds parse_duration(const std::string& text);
+
 }  // namespace hourglass

@@ -79,10 +79,8 @@ struct ServiceOptions {
 // naming the expression and what is wrong with it.
 std::function<bool(std::string_view)> compile_allow_exchange(const std::string& expression);
 
-// "250ms", "60s", "5m", "2h", "7d". A bare number is refused (reference §9: it once meant
-// milliseconds, silently). Throws std::invalid_argument with a message naming the value and
-// showing the accepted forms.
-Milliseconds parse_duration(const std::string& text);
+// "250ms", "60s", "5m", "2h", "7d" (hourglass/time.hpp), beside the option-aware overload below.
+using hourglass::parse_duration;
 
 // A duration option and the values that make sense for it (reference §9).
 struct DurationOption {

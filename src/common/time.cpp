@@ -3,6 +3,10 @@
 #include <date/date.h>
 
 #include <atomic>
+#include <charconv>
+#include <limits>
+#include <stdexcept>
+#include <string>
 #include <cctype>
 
 namespace hourglass {
@@ -112,6 +116,32 @@ std::optional<TimePoint> parse_rfc3339(std::string_view text) noexcept {
 
 std::string format_rfc3339_ms(TimePoint instant) {
     return date::format("%FT%TZ", instant);
+}
+
+Milliseconds parse_duration(const std::string& text) {
+    static constexpr const char* kForms = "a number and a unit: 500ms, 5s, 10m, 2h, 7d";
+    std::int64_t value = 0;
+    const auto* end = text.data() + text.size();
+    const auto [unit_start, error] = std::from_chars(text.data(), end, value);
+    if (error != std::errc{} || value < 0) {
+        throw std::invalid_argument("'" + text + "' is not a duration (" + kForms + ")");
+    }
+    const std::string unit(unit_start, end);
+    if (unit.empty()) {
+        // A bare number once meant milliseconds, silently: `--horizon 60` was 60 ms.
+        throw std::invalid_argument("'" + text + "' has no unit: write " + text + "s for seconds or " +
+                                    text + "ms for milliseconds (" + kForms + ")");
+    }
+    static const std::pair<const char*, std::int64_t> kUnits[] = {
+        {"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}, {"d", 86400000}};
+    for (const auto& [name, factor] : kUnits) {
+        if (unit != name) continue;
+        if (value > std::numeric_limits<std::int64_t>::max() / factor) {
+            throw std::invalid_argument("'" + text + "' is too long a duration");
+        }
+        return Milliseconds{value * factor};
+    }
+    throw std::invalid_argument("'" + text + "' has an unknown unit (" + kForms + ")");
 }
 
 }  // namespace hourglass

@@ -13,6 +13,7 @@ TopologyNames::TopologyNames(std::string prefix_)
       output(prefix + ".out"),
       unroutable(prefix + ".unroutable"),
       rejected(prefix + ".rejected"),
+      expired(prefix + ".expired"),
       release(prefix + ".delay.released"),
       copy(prefix + ".delay.copy"),
       audit(prefix + ".delay.audit"),
@@ -154,6 +155,10 @@ void declare_topology(amqp::Connection& connection, std::uint16_t channel,
     connection.declare_exchange(channel, names.rejected, "fanout");
     connection.declare_queue(channel, names.rejected, plain_queue);
     connection.bind_queue(channel, names.rejected, names.rejected, "");
+
+    connection.declare_exchange(channel, names.expired, "fanout");
+    connection.declare_queue(channel, names.expired, plain_queue);
+    connection.bind_queue(channel, names.expired, names.expired, "");
 
     // release -> output, and -> copy -> (audit_key) audit queue: see the header.
     connection.declare_exchange(channel, names.release, "fanout");

@@ -76,6 +76,7 @@ struct TopologyNames {
     std::string output;      // exchange hourglass.out
     std::string unroutable;  // exchange and queue hourglass.unroutable
     std::string rejected;    // exchange and queue hourglass.rejected
+    std::string expired;     // exchange and queue hourglass.expired (x-hourglass-expires-after)
     std::string release;     // fanout exchange the delay queues dead-letter into
     std::string copy;        // direct exchange: releases with the audit key to the audit queue
     std::string audit;       // queue of the release copies observed

@@ -177,6 +177,33 @@ TimePoint due_from_absolute_time(std::string_view name, const FieldValue& value,
     return checked_due(name, value, *due, received_at, limits);
 }
 
+// x-hourglass-expires-after: a duration with a unit (`30s`), or whole milliseconds; at least
+// 1 ms and at most --max-delay.
+Milliseconds expires_after_of(const FieldValue& value, const CommandLimits& limits) {
+    std::optional<Milliseconds> duration;
+    if (const auto* text = string_of(value)) {
+        try {
+            duration = parse_duration(*text);
+        } catch (const std::invalid_argument&) {
+            reject("x-hourglass-expires-after: " + describe(value) +
+                   " is not a duration (a number and a unit: 500ms, 5s, 10m, 2h, 7d)");
+        }
+    } else if (const auto ms = integer_of(value)) {
+        duration = Milliseconds{*ms};
+    } else {
+        reject("x-hourglass-expires-after: " + describe(value) +
+               " is neither a duration (30s) nor whole milliseconds");
+    }
+    if (*duration < Milliseconds{1}) {
+        reject("x-hourglass-expires-after: " + describe(value) + " must be at least 1 ms");
+    }
+    if (*duration > limits.max_delay) {
+        reject("x-hourglass-expires-after: " + describe(value) + " exceeds --max-delay (" +
+               std::to_string(limits.max_delay.count()) + " ms)");
+    }
+    return *duration;
+}
+
 CronSpec cron_from_headers(const BasicProperties& properties, const FieldValue& expression) {
     CronSpec spec;
     const auto* text = string_of(expression);
@@ -376,6 +403,10 @@ Command parse_or_throw(const Message& message, TimePoint received_at, const Comm
         schedule.cron = std::move(spec);
     }
 
+    // Read before release_properties strips every x-hourglass-* header.
+    if (const auto* expires = find_header(properties, header::kExpiresAfter)) {
+        schedule.expires_after = expires_after_of(*expires, limits);
+    }
     if (!has_id) command.id = generate_id();
     schedule.id = command.id;
     schedule.body = message.body;

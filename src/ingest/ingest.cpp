@@ -361,7 +361,9 @@ private:
                                            .due_at = job.due_at,
                                            .run = 1,
                                            .cron = std::nullopt,
-                                           .resent = false});
+                                           .resent = false,
+                                           .observe_itself = false,
+                                           .expires_after = job.expires_after});
             }
         }
         void hand_over() {

@@ -808,6 +808,7 @@ void Loader::group_releases(std::vector<Scheduled>& batch, TimePoint now, unsign
         // A run routed with the audit key itself is copied to the audit whatever it carries.
         // Recurring runs take part (migration 013 finds them once their row moved on).
         if (run.routing_key == options_.topology.names.audit_key) continue;
+        if (scheduled.expired) continue;  // to <prefix>.expired, not a delay queue
         // The forward ladder has one queue per TTL, apart from the delay ladder's lanes.
         const bool targeted = !run.exchange.empty();
         const bool burst = scheduled.burst;
@@ -868,6 +869,19 @@ Message Loader::release_message(ClaimedRun& run, TimePoint now, std::size_t fram
     return message;
 }
 
+Message Loader::expired_message(ClaimedRun& run, TimePoint now, std::size_t frame_max) const {
+    const auto late = std::chrono::duration_cast<Milliseconds>(now - run.due_at);
+    auto message = release_message(run, now, frame_max, 0, std::nullopt, true);
+    message.exchange = options_.topology.names.expired;
+    remove_header(message.properties, "BCC");  // nothing observes it
+    remove_header(message.properties, header::kObservedWith);
+    set_header(message.properties, std::string(header::kError),
+               "expired: handed over " + std::to_string(late.count()) +
+                   " ms after its due time, more than x-hourglass-expires-after (" +
+                   std::to_string(run.expires_after->count()) + " ms)");
+    return message;
+}
+
 void Loader::publish_loop(std::stop_token stop) {
     run_with_reconnect("loader (RabbitMQ)", stop, [&] { publish_session(stop); });
     {
@@ -904,8 +918,10 @@ void Loader::publish_session(std::stop_token stop) {
                 continue;
             }
             const auto& run = *s.value.run;
-            runs.push_back({run.id, run.run, s.value.next_due, options_.releases_observed,
-                            s.value.observed_with, s.value.published_at});
+            // An expired run is never observed: recorded as ended, never re-sent.
+            runs.push_back({run.id, run.run, s.value.next_due,
+                            options_.releases_observed && !s.value.expired, s.value.observed_with,
+                            s.value.published_at, s.value.expired});
         }
         if (!runs.empty()) {
             {
@@ -961,6 +977,12 @@ void Loader::publish_session(std::stop_token stop) {
             // heartbeat re-measures PostgreSQL's), and a run published "before" its publish
             // instant would round up to the next rung's TTL and be released a whole step late.
             const auto batch_now = std::max(taken_at, clock_now());
+            // Too late for the job (x-hourglass-expires-after): a hand-over now is a release
+            // at least this late.
+            for (auto& scheduled : due_now) {
+                const auto& run = *scheduled.run;
+                scheduled.expired = run.expires_after && batch_now - run.due_at > *run.expires_after;
+            }
             group_releases(due_now, batch_now, next_lane);
             // The batch's publishes leave together (measured: 15 % more runs handed over a
             // second in a hotspot, 12 % less CPU per run), and are let go before the wait for
@@ -971,11 +993,13 @@ void Loader::publish_session(std::stop_token stop) {
                 const auto now = seams_.now();
                 std::uint64_t sequence = 0;
                 try {
-                    sequence = channel->publish(release_message(*scheduled.run, batch_now,
-                                                                channel->frame_max(), next_lane,
-                                                                scheduled.observed_with,
-                                                                scheduled.burst));
-                    if (scheduled.burst) metrics_.count_burst_runs(1);
+                    sequence = channel->publish(
+                        scheduled.expired
+                            ? expired_message(*scheduled.run, batch_now, channel->frame_max())
+                            : release_message(*scheduled.run, batch_now, channel->frame_max(),
+                                              next_lane, scheduled.observed_with, scheduled.burst));
+                    if (scheduled.expired) metrics_.count_runs_expired(1);
+                    else if (scheduled.burst) metrics_.count_burst_runs(1);
                     next_lane = (next_lane + 1) % options_.topology.delay_lanes;
                 } catch (...) {
                     // This run and the rest of the batch were not published: back to the store.

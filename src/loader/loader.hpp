@@ -183,6 +183,8 @@ private:
         // thread, which would otherwise parse a cron expression per confirm of a burst.
         std::optional<TimePoint> next_due;
         TimePoint published_at{};  // set at its publish: its enqueued_at
+        // Handed over later than its x-hourglass-expires-after: goes to <prefix>.expired.
+        bool expired = false;
     };
     // The runs waiting for their publish instant, earliest first. A heap over a vector rather
     // than std::priority_queue, whose top can only be copied out.
@@ -246,6 +248,8 @@ private:
     // or the forward queue's exchange for a targeted run.
     Message release_message(ClaimedRun& run, TimePoint now, std::size_t frame_max, unsigned lane,
                             const std::optional<RunRef>& observed_with, bool burst) const;
+    // The run as sent to <prefix>.expired: as released, with the reason in x-hourglass-error.
+    Message expired_message(ClaimedRun& run, TimePoint now, std::size_t frame_max) const;
     // Release groups among runs about to be published in this order, from lane `first_lane`
     // on: the runs for one delay queue (a lane of the delay ladder, or a queue of the forward
     // ladder) with one due time. All but the last of each group are given the run they are

@@ -23,6 +23,10 @@ LoaderMetrics::LoaderMetrics(metrics::Registry& registry)
           "Burst runs whose publish to the release exchange the broker refused (basic.nack: a "
           "queue bound to it refused its copy, e.g. x-overflow reject-publish). The other queues "
           "may have their copy, so the run counts as released and is never published again.")),
+      runs_expired_(registry.add_counter(
+          "hourglass_runs_expired_total",
+          "Runs handed over later than their x-hourglass-expires-after after their due time, sent "
+          "to <prefix>.expired instead of being released.")),
       delay_nacks_(registry.add_counter(
           "hourglass_delay_nacks_total",
           "Runs whose publish into a delay queue the broker refused (basic.nack): nothing was "

@@ -27,6 +27,8 @@ public:
     // queue refused its copy; counted as released, never published again) or into a delay
     // queue (nothing was routed; the run goes back to the store).
     void count_release_nacks(std::size_t runs) noexcept { release_nacks_.increment(runs); }
+    // Runs handed over later than their x-hourglass-expires-after, sent to <prefix>.expired.
+    void count_runs_expired(std::size_t runs) noexcept { runs_expired_.increment(runs); }
     void count_delay_nacks(std::size_t runs) noexcept { delay_nacks_.increment(runs); }
     // Runs leased to this instance that it did not hold (a lost commit reply), given back.
     void count_orphaned_claims(std::size_t runs) noexcept { orphaned_claims_.increment(runs); }
@@ -54,6 +56,7 @@ private:
     metrics::Counter& claimed_at_insert_;
     metrics::Counter& burst_runs_;
     metrics::Counter& release_nacks_;
+    metrics::Counter& runs_expired_;
     metrics::Counter& delay_nacks_;
     metrics::Counter& orphaned_claims_;
     metrics::Counter& registration_lost_;

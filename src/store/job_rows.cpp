@@ -18,6 +18,7 @@ json job_row(const ScheduleCommand& job) {
                 {"accepted_at", format_rfc3339_ms(job.accepted_at)},
                 {"body", base64_encode(job.body)},
                 {"properties", properties_to_json(job.properties)}};
+    if (job.expires_after) row["expires_after_ms"] = job.expires_after->count();
     if (job.cron) {
         row["cron"] = job.cron->expression;
         row["cron_tz"] = job.cron->zone;

@@ -30,7 +30,8 @@ constexpr const char* kClaimedRunColumns =
 constexpr const char* kJobRecordset =
     "jsonb_to_recordset($1::jsonb) AS x(id text, routing_key text, exchange text, "
     "due_at timestamptz, accepted_at timestamptz, body text, properties jsonb, cron text, "
-    "cron_tz text, cron_until timestamptz, cron_limit integer, leased boolean)";
+    "cron_tz text, cron_until timestamptz, cron_limit integer, leased boolean, "
+    "expires_after_ms bigint)";
 
 // How long ingest's transactions and the loader's and the audit's records wait for a row lock
 // another transaction holds. Their own locks last a statement; a longer one is an operator's
@@ -48,11 +49,12 @@ void prepare_statements(pqxx::connection& c) {
     // Rows marked `leased` are claimed at insert by the loader $2 for $3 ms (NULL $2: none).
     c.prepare("insert_jobs",
               std::string("INSERT INTO jobs (id, routing_key, exchange, due_at, accepted_at, body, "
-                          "properties, cron, cron_tz, cron_until, cron_limit, lease_owner, "
-                          "lease_until) "
+                          "properties, cron, cron_tz, cron_until, cron_limit, expires_after_ms, "
+                          "lease_owner, lease_until) "
                           "SELECT x.id, x.routing_key, x.exchange, x.due_at, x.accepted_at, "
                           "decode(x.body, 'base64'), x.properties, x.cron, x.cron_tz, "
-                          "x.cron_until, x.cron_limit, CASE WHEN x.leased THEN $2::text END, "
+                          "x.cron_until, x.cron_limit, x.expires_after_ms, "
+                          "CASE WHEN x.leased THEN $2::text END, "
                           "CASE WHEN x.leased AND $2::text IS NOT NULL "
                           "     THEN now() + $3 * interval '1 millisecond' END FROM ") +
                   kJobRecordset + " ON CONFLICT (id) DO NOTHING RETURNING id, lease_owner IS NOT NULL");
@@ -68,7 +70,8 @@ void prepare_statements(pqxx::connection& c) {
                           "due_at = x.due_at, accepted_at = x.accepted_at, "
                           "body = decode(x.body, 'base64'), properties = x.properties, "
                           "cron = x.cron, cron_tz = x.cron_tz, cron_until = x.cron_until, "
-                          "cron_limit = x.cron_limit, state = 'pending', lease_owner = NULL, "
+                          "cron_limit = x.cron_limit, expires_after_ms = x.expires_after_ms, "
+                          "expired_at = NULL, state = 'pending', lease_owner = NULL, "
                           "lease_until = NULL, updated_at = now() FROM ") +
                   kJobRecordset + " WHERE j.id = x.id");
     c.prepare("cancel_job",
@@ -127,11 +130,13 @@ void prepare_statements(pqxx::connection& c) {
                   // was given back (or is re-sent), and must take its own audit copy.
                   "EXISTS (SELECT 1 FROM jobs c WHERE c.observed_with_id = j.id "
                   "        AND c.state = 'enqueued' AND c.observed_with_run = "
-                  "        j.runs + CASE WHEN j.state = 'enqueued' THEN 0 ELSE 1 END)");
+                  "        j.runs + CASE WHEN j.state = 'enqueued' THEN 0 ELSE 1 END), "
+                  "j.expires_after_ms");
     // Runs observed with another (release groups, migration 010) end `done` here when that
     // run's release was recorded first (a release can beat its hand-over's commit).
     c.prepare("record_handed_over",
               "UPDATE jobs j SET runs = x.run, updated_at = now(), "
+              "expired_at = CASE WHEN x.expired THEN now() ELSE j.expired_at END, "
               // When it was published: a record can come after the release itself.
               "enqueued_at = COALESCE(to_timestamp(x.handed_ms / 1000.0), now()), "
               "audited = x.audited, observed_with_id = x.with_id, observed_with_run = x.with_run, "
@@ -145,11 +150,14 @@ void prepare_statements(pqxx::connection& c) {
               "                   ELSE j.lateness_ms END, "
               "state = CASE WHEN j.state = 'cancelled' THEN 'cancelled' "
               "             WHEN x.next_due IS NOT NULL THEN 'pending' "
+              // Sent to <prefix>.expired: ended, with nothing to observe.
+              "             WHEN x.expired THEN 'done' "
               "             WHEN COALESCE(j.released_run, 0) >= x.run THEN 'done' "
               "             WHEN w.released_run >= x.with_run THEN 'done' "
               "             ELSE 'enqueued' END "
               "FROM jsonb_to_recordset($2::jsonb) AS x(id text, run integer, next_due timestamptz, "
-              "     audited boolean, with_id text, with_run integer, handed_ms bigint) "
+              "     audited boolean, with_id text, with_run integer, handed_ms bigint, "
+              "     expired boolean) "
               "LEFT JOIN jobs w ON w.id = x.with_id "
               // IS NOT DISTINCT FROM, not =, for the owner (never NULL here) here and in
               // release_claims: an equality lets the planner pick the partial index of leased
@@ -546,6 +554,7 @@ Claim JobStore::claim_due(const std::string& owner, TimePoint horizon_end, Claim
         run.run = row[4].as<int>();
         run.resent = row[11].as<bool>();
         run.observe_itself = row[13].as<bool>();
+        if (!row[14].is_null()) run.expires_after = Milliseconds{row[14].as<std::int64_t>()};
         run.body = pqxx::binarystring(row[5]).str();
         auto properties = properties_from_json(json::parse(row[6].c_str(), nullptr, false));
         // Written by hourglass itself; a row edited by hand into another shape still releases.
@@ -601,6 +610,7 @@ std::vector<HandedOverRun> JobStore::record_handed_over(const std::string& owner
                 row["with_run"] = run.observed_with->run;
             }
             if (run.handed_at) row["handed_ms"] = run.handed_at->time_since_epoch().count();
+            if (run.expired) row["expired"] = true;
             rows.push_back(std::move(row));
         }
         if (!rows.empty()) tx.exec_prepared("record_handed_over", owner, rows.dump());

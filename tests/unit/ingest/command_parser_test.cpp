@@ -330,6 +330,37 @@ TEST(ParseCommand, delivery_time_has_the_bounds_and_errors_of_schedule_at_naming
                                          HasSubstr("exactly one time header")));
 }
 
+// --- x-hourglass-expires-after --------------------------------------------------------------
+TEST(ParseCommand, expires_after_takes_a_duration_or_whole_milliseconds_and_is_not_released) {
+    for (const auto& [value, expected] : std::vector<std::pair<FieldValue, std::int64_t>>{
+             {std::string("30s"), 30000}, {std::string("250ms"), 250}, {std::int64_t{1500}, 1500}}) {
+        auto message = command({{"x-delay", std::int64_t{1000}}});
+        set_header(message.properties, "x-hourglass-expires-after", value);
+        const auto c = parse(message);
+        ASSERT_SCHEDULED(c);
+        ASSERT_TRUE(schedule_of(c)->expires_after);
+        EXPECT_EQ(schedule_of(c)->expires_after->count(), expected);
+        EXPECT_EQ(find_header(schedule_of(c)->properties, "x-hourglass-expires-after"), nullptr);
+    }
+    const auto without = parse(command({{"x-delay", std::int64_t{1000}}}));
+    ASSERT_SCHEDULED(without);
+    EXPECT_FALSE(schedule_of(without)->expires_after);
+}
+
+TEST(ParseCommand, a_bad_expires_after_is_rejected_naming_the_header) {
+    CommandLimits limits;
+    limits.max_delay = std::chrono::hours{1};
+    for (const FieldValue& bad : {FieldValue{std::string("soon")}, FieldValue{std::string("30")},
+                                  FieldValue{std::int64_t{0}}, FieldValue{std::int64_t{-5}},
+                                  FieldValue{std::string("2h")}, FieldValue{true}}) {
+        auto message = command({{"x-delay", std::int64_t{1000}}});
+        set_header(message.properties, "x-hourglass-expires-after", bad);
+        const auto c = parse(message, limits);
+        ASSERT_REJECTED(c);
+        EXPECT_THAT(rejection_of(c), HasSubstr("x-hourglass-expires-after"));
+    }
+}
+
 TEST(ParseCommand, schedule_at_beyond_max_delay_is_rejected) {
     CommandLimits limits;
     limits.max_delay = Milliseconds{3600000};

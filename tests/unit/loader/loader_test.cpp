@@ -1346,6 +1346,38 @@ TEST_F(LoaderTest, a_nacked_burst_run_counts_as_released_and_is_never_published_
     EXPECT_EQ(metric("hourglass_delay_nacks_total"), 0);
 }
 
+// Expiry (x-hourglass-expires-after): a run handed over later than that after its due time
+// goes to <prefix>.expired with the reason, is recorded as ended (never observed, never re-sent);
+// one still within its bound is released as usual.
+TEST_F(LoaderTest, a_run_handed_over_later_than_its_expiry_goes_to_the_expired_exchange) {
+    ClaimedRun too_late;
+    too_late.id = "too-late";
+    too_late.routing_key = "rk.too-late";
+    too_late.due_at = in(-5s);
+    too_late.expires_after = Milliseconds{2000};
+    db.add(too_late);
+    ClaimedRun in_time = too_late;
+    in_time.id = "in-time";
+    in_time.expires_after = Milliseconds{60000};
+    db.add(in_time);
+    start(options());
+    ASSERT_TRUE(eventually([&] { return db.handed_over() == 2; }));
+    for (const auto& publish : broker.publishes()) {
+        const auto id = header_text(publish.message, header::kId);
+        if (id == "too-late") {
+            EXPECT_EQ(publish.message.exchange, names.expired);
+            EXPECT_NE(header_text(publish.message, header::kError).find("x-hourglass-expires-after (2000 ms)"),
+                      std::string::npos);
+            EXPECT_TRUE(bcc_keys(publish.message).empty()) << "nothing observes an expired run";
+        } else {
+            EXPECT_NE(publish.message.exchange, names.expired) << id;
+        }
+    }
+    EXPECT_FALSE(db.read([](const FakeDatabase& d) { return d.rows.at("too-late").audited; }));
+    EXPECT_TRUE(db.read([](const FakeDatabase& d) { return d.rows.at("in-time").audited; }));
+    EXPECT_EQ(metric("hourglass_runs_expired_total"), 1);
+}
+
 // A popular cron minute: the runs of recurring jobs due at one instant are a burst like any
 // other. Each is held until the instant, published to the release exchange in release groups
 // (one audit copy per group, as for one-shot runs), and its row moves on to the next run once

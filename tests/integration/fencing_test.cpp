@@ -153,5 +153,28 @@ TEST_F(Fencing, the_run_a_group_is_observed_with_is_claimed_to_observe_itself_an
               "last,member");
 }
 
+// A resend (a run handed over, its release not observed) claimed by a live instance stays its
+// own however long its publish takes (a memory alarm longer than the lease): before, any other
+// instance took it once lease_until passed, and both resent it.
+TEST_F(Fencing, a_resend_claimed_by_a_live_instance_is_not_taken_by_another) {
+    store::migrate(*db_, schema_, false);
+    store::JobStore store({pg_url_, schema_});
+    sql("INSERT INTO jobs (id, routing_key, due_at, body, properties) "
+        "VALUES ('resend', 'jobs.test', now() - interval '10 seconds', '\\x00', '{}')");
+    store.register_instance("a");
+    ASSERT_EQ(store.claim_due("a", now_ms() + 60s, 10, 60s).size(), 1u);
+    store.record_handed_over("a", {{"resend", 1, std::nullopt, true, std::nullopt}});
+    const auto resend_before = now_ms() + 1h;
+    // "a" claims it again to resend it, with a lease that ends at once.
+    ASSERT_EQ(store.claim_due("a", now_ms() + 60s, store::ClaimLimit{.runs = 10}, 1ms, resend_before).runs.size(), 1u);
+    std::this_thread::sleep_for(50ms);
+    store.heartbeat("a", 3000ms, 2000ms);
+    EXPECT_TRUE(store.claim_due("b", now_ms() + 60s, store::ClaimLimit{.runs = 10}, 60s, resend_before).runs.empty())
+        << "another instance took a live instance's resend";
+    // Once "a" stops beating, its resend is taken over as any claim.
+    sql("UPDATE instances SET heartbeat_at = now() - interval '10 seconds' WHERE id = 'a'");
+    EXPECT_EQ(store.claim_due("b", now_ms() + 60s, store::ClaimLimit{.runs = 10}, 60s, resend_before).runs.size(), 1u);
+}
+
 }  // namespace
 }  // namespace hourglass::testing

@@ -85,6 +85,8 @@ class Campaign:
 
     def psql(self, sql):
         r = self.services("psql", "-At", "-c", sql)
+        if r.returncode != 0:
+            raise RuntimeError(f"psql failed: {r.stderr.strip()[:300]}")
         return r.stdout.strip()
 
     def mgmt(self, method, path, body=None):
@@ -230,8 +232,11 @@ class Campaign:
         with open(os.path.join(a.out, "faults.json"), "w") as f:
             json.dump(self.faults, f, indent=1)
         self.plot(result)
-        self.psql(f"DROP SCHEMA IF EXISTS {self.schema} CASCADE")
         print(report.table(summary, a.label or f"{a.instances} instances, {a.minutes:g} min"), flush=True)
+        try:
+            self.psql(f"DROP SCHEMA IF EXISTS {self.schema} CASCADE")
+        except RuntimeError as error:
+            print(f"chaos: could not drop schema {self.schema}: {error}", flush=True)
         return 0 if report.ok(summary) else 1
 
     def resend_after_s(self):

@@ -84,7 +84,9 @@ class Campaign:
                                *action[1:]], capture_output=True, text=True, timeout=180)
 
     def psql(self, sql):
-        r = self.services("psql", "-At", "-c", sql)
+        # As the superuser, in hourglass's database (not the superuser's own).
+        database = urllib.parse.urlparse(self.pg_url).path.lstrip("/") or "hourglass"
+        r = self.services("psql", "-d", database, "-At", "-c", sql)
         if r.returncode != 0:
             raise RuntimeError(f"psql failed: {r.stderr.strip()[:300]}")
         return r.stdout.strip()

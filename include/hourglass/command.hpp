@@ -25,8 +25,15 @@ inline constexpr std::string_view kCron = "x-cron";
 inline constexpr std::string_view kCronTz = "x-cron-tz";
 inline constexpr std::string_view kCronUntil = "x-cron-until";
 inline constexpr std::string_view kCronLimit = "x-cron-limit";
+// What runs missed while hourglass was down or the job paused become: skip, one or all.
+inline constexpr std::string_view kCronCatchup = "x-cron-catchup";
 inline constexpr std::string_view kReplace = "x-replace";
 inline constexpr std::string_view kCancel = "x-cancel";
+// Schedule controls (reference §3.3): pause or resume a recurring job (message_id = its id),
+// cancel every pending job whose routing key starts with the header's value.
+inline constexpr std::string_view kPause = "x-pause";
+inline constexpr std::string_view kResume = "x-resume";
+inline constexpr std::string_view kCancelPrefix = "x-cancel-prefix";
 inline constexpr std::string_view kReplyTo = "x-reply-to";
 inline constexpr std::string_view kExchange = "x-hourglass-exchange";
 // How late is too late (a duration, e.g. `30s`): a run that would be released later than this
@@ -42,10 +49,36 @@ inline constexpr std::string_view kRun = "x-hourglass-run";
 inline constexpr std::string_view kUserId = "x-hourglass-user-id";
 inline constexpr std::string_view kExpiration = "x-hourglass-expiration";
 inline constexpr std::string_view kError = "x-hourglass-error";
+// On a run released after a later run of its schedule was already due: how many missed runs
+// it stands for (reference §5 "Missed runs").
+inline constexpr std::string_view kCatchup = "x-hourglass-catchup";
 }  // namespace header
 
-enum class CommandStatus { scheduled, duplicate, replaced, cancelled, too_late, not_found, rejected };
+enum class CommandStatus {
+    scheduled,
+    duplicate,
+    replaced,
+    cancelled,
+    too_late,
+    not_found,
+    rejected,
+    paused,
+    resumed
+};
 std::string_view to_string(CommandStatus status) noexcept;
+
+// What the runs of a recurring job that were missed (a later run was already due when one was
+// handed over: hourglass down, the job paused) become (x-cron-catchup, reference §5).
+enum class Catchup {
+    skip,  // none: the missed run goes to <prefix>.expired, the schedule goes on from now
+    one,   // one run stands for all of them (the default)
+    all,   // each is released, the latest kMaxCatchupRuns at most
+};
+std::string_view to_string(Catchup catchup) noexcept;
+std::optional<Catchup> catchup_from_string(std::string_view text) noexcept;
+// With x-cron-catchup: all, at most this many missed runs of one job are released; the older
+// ones are coalesced into the first of them.
+inline constexpr std::size_t kMaxCatchupRuns = 1000;
 
 // A recurring schedule (reference §5); evaluated by src/cron/.
 struct CronSpec {
@@ -53,6 +86,7 @@ struct CronSpec {
     std::string zone = "UTC";
     std::optional<TimePoint> until;
     std::optional<int> limit;
+    Catchup catchup = Catchup::one;
 };
 
 // A job as it is stored: what will be released, and when.
@@ -77,12 +111,25 @@ struct CancelCommand {
     std::string id;
 };
 
+// Pauses (pause = true) or resumes a recurring job (x-pause, x-resume).
+struct PauseCommand {
+    std::string id;
+    bool pause = true;
+};
+
+// Cancels every job a cancel command would cancel whose routing key starts with `prefix`
+// (x-cancel-prefix), in batches of kCancelPrefixBatch rows.
+struct CancelPrefixCommand {
+    std::string prefix;
+};
+inline constexpr std::size_t kCancelPrefixBatch = 1000;
+
 struct Rejection {
     std::string error;  // names the header and the value at fault
 };
 
 struct Command {
-    std::variant<ScheduleCommand, CancelCommand, Rejection> action;
+    std::variant<ScheduleCommand, CancelCommand, PauseCommand, CancelPrefixCommand, Rejection> action;
     std::string id;  // the job id if known (for receipts), else empty
     std::optional<std::string> reply_to;
     std::optional<std::string> correlation_id;
@@ -131,6 +178,8 @@ struct CommandOutcome {
     std::string error;
     // Inserted leased to the loader (ScheduleCommand::claim_at_insert): ingest hands it over.
     bool claimed = false;
+    // Jobs a cancel by prefix cancelled (the receipt's `count`).
+    std::optional<std::int64_t> count = std::nullopt;
 };
 
 // The JSON receipt of reference §4.

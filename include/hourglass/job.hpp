@@ -51,6 +51,18 @@ struct RunRef {
     bool operator==(const RunRef&) const = default;
 };
 
+// What a run of a recurring job leaves behind once handed over (reference §5), computed by cron
+// when the run is claimed. A run is *missed* when a later run of its job is already due as it
+// is handed over (hourglass was down, the job paused): x-cron-catchup says what it becomes.
+struct AfterHandover {
+    std::optional<TimePoint> next_due;  // the next run; empty: none (one-shot, or the last run)
+    // Missed and released: the number of missed runs it stands for (itself and those coalesced
+    // into it), its x-hourglass-catchup header. 0: not missed.
+    std::size_t catchup = 0;
+    // Missed, with x-cron-catchup: skip: sent to <prefix>.expired, not released.
+    bool skip = false;
+};
+
 // A run the broker confirmed: the loader records it (and, for cron, the next due time).
 struct HandedOverRun {
     std::string id;

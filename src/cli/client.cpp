@@ -35,7 +35,7 @@ std::string read_file(const std::string& path) {
 
 int exit_code_for_status(std::string_view status) {
     if (status == "scheduled" || status == "replaced" || status == "duplicate" ||
-        status == "cancelled") {
+        status == "cancelled" || status == "paused" || status == "resumed") {
         return kExitAccepted;
     }
     if (status == "not_found" || status == "too_late") return kExitNotApplied;
@@ -72,15 +72,25 @@ Message schedule_command(const ScheduleRequest& request, const delay::TopologyNa
         set_header(properties, std::string(header::kCronUntil), request.until);
     if (!request.limit.empty())
         set_header(properties, std::string(header::kCronLimit), request.limit);
+    if (!request.catchup.empty())
+        set_header(properties, std::string(header::kCronCatchup), request.catchup);
     if (request.replace) set_header(properties, std::string(header::kReplace), true);
     return command;
 }
 
-Message cancel_command(const std::string& id, const delay::TopologyNames& names) {
+Message control_command(Control control, const std::string& target,
+                        const delay::TopologyNames& names) {
     Message command;
     command.exchange = names.input;
-    command.properties.message_id = id;
-    set_header(command.properties, std::string(header::kCancel), true);
+    if (control == Control::cancel_prefix) {
+        set_header(command.properties, std::string(header::kCancelPrefix), target);
+        return command;
+    }
+    command.properties.message_id = target;
+    const auto flag = control == Control::cancel  ? header::kCancel
+                      : control == Control::pause ? header::kPause
+                                                  : header::kResume;
+    set_header(command.properties, std::string(flag), true);
     return command;
 }
 

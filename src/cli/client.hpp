@@ -1,4 +1,4 @@
-// `hourglass schedule` and `hourglass cancel` (reference §9): client conveniences that publish one
+// `hourglass schedule`, `cancel`, `pause` and `resume` (reference §9): client conveniences that publish one
 // command to <prefix>.in, as any AMQP client would, with a private reply queue (x-reply-to) and a
 // correlation id; wait for the receipt (reference §4), print it on stdout and turn its status into
 // the exit code. Input is passed on as written wherever hourglass itself validates it, so the
@@ -36,6 +36,7 @@ struct ScheduleRequest {
     std::string zone;   // x-cron-tz
     std::string until;  // x-cron-until
     std::string limit;  // x-cron-limit, as written
+    std::string catchup;  // x-cron-catchup, as written
     std::string id;     // message_id; empty: hourglass generates one
     std::string body;
     std::string body_file;             // read instead of body when set
@@ -48,7 +49,11 @@ struct ScheduleRequest {
 // std::invalid_argument for input no command could carry (a header without '=', an unreadable
 // body file, a header that send_command sets itself).
 Message schedule_command(const ScheduleRequest& request, const delay::TopologyNames& names);
-Message cancel_command(const std::string& id, const delay::TopologyNames& names);
+// The control commands of reference §3.2 and §3.3: `target` is the job id, or the routing key
+// prefix for cancel_prefix.
+enum class Control { cancel, pause, resume, cancel_prefix };
+Message control_command(Control control, const std::string& target,
+                        const delay::TopologyNames& names);
 
 // Publishes `command` with a fresh exclusive reply queue and correlation id, waits up to
 // `timeout` for its receipt, prints the receipt JSON on stdout and returns the exit code.

@@ -2,6 +2,7 @@
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
+#include <tuple>
 #include <pqxx/except>
 
 #include "amqp/connection.hpp"
@@ -196,6 +197,10 @@ void add_schedule_options(CLI::App& schedule, hourglass::cli::ScheduleRequest& r
     schedule.add_option("--until", request.until, "No run of --cron after this RFC 3339 time")
         ->needs(cron);
     schedule.add_option("--limit", request.limit, "At most this many runs of --cron")->needs(cron);
+    schedule.add_option("--catchup", request.catchup,
+                        "What runs of --cron missed while hourglass was down or the job paused "
+                        "become: skip, one (default) or all")
+        ->needs(cron);
     schedule.add_option("--id", request.id, "Job id (message_id); default: hourglass makes one");
     auto* body = schedule.add_option("--body", request.body, "Message body");
     schedule.add_option("--body-file", request.body_file, "Read the body from this file")
@@ -227,7 +232,7 @@ int main(int argc, char** argv) {
     // One options struct per command: CLI11 reads environment variables for every command, so
     // shared variables would let an unused command's environment overwrite the used one's flags.
     ServiceOptions run_options, migrate_options, status_options, prune_options, schedule_options,
-        cancel_options;
+        cancel_options, pause_options, resume_options;
 
     auto* run = app.add_subcommand("run", "Run the service (ingest, loader, audit, HTTP)");
     add_common_options(*run, run_options);
@@ -255,7 +260,8 @@ int main(int argc, char** argv) {
     prune->add_flag("--dry-run", prune_dry_run, "Count what would be deleted, delete nothing");
 
     const auto client_footer =
-        "Prints the receipt JSON. Exit code: 0 scheduled, replaced, duplicate or cancelled;\n"
+        "Prints the receipt JSON. Exit code: 0 scheduled, replaced, duplicate, cancelled,\n"
+        "paused or resumed;\n"
         "3 rejected; 4 not_found or too_late; 5 no receipt in time; 2 cannot connect;\n"
         "64 bad arguments; 1 any other error.";
     std::string timeout = "10s";
@@ -268,21 +274,44 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     schedule->footer(client_footer);
 
-    std::string cancel_id;
-    auto* cancel = app.add_subcommand("cancel", "Cancel a job and wait for the receipt");
+    std::string cancel_id, cancel_prefix;
+    auto* cancel = app.add_subcommand(
+        "cancel", "Cancel a job, or every pending job of a routing key prefix, and wait for the receipt");
     add_common_options(*cancel, cancel_options);
     add_amqp_options(*cancel, cancel_options);
-    cancel->add_option("id", cancel_id, "Job id")->required();
+    auto* cancel_by_id = cancel->add_option("id", cancel_id, "Job id");
+    cancel->add_option("--routing-key-prefix", cancel_prefix,
+                       "Cancel every pending or paused job whose routing key starts with this; "
+                       "the receipt counts them")
+        ->excludes(cancel_by_id);
     cancel->add_option("--timeout", timeout, "How long to wait for the receipt")
         ->capture_default_str();
     cancel->footer(client_footer);
+
+    // pause and resume: the same shape, one recurring job each.
+    std::string pause_id, resume_id;
+    auto* pause = app.add_subcommand("pause", "Pause a recurring job and wait for the receipt");
+    auto* resume = app.add_subcommand(
+        "resume", "Resume a paused recurring job and wait for the receipt (x-cron-catchup "
+                  "decides what its missed runs become)");
+    for (auto [subcommand, id, subcommand_options] :
+         {std::tuple{pause, &pause_id, &pause_options}, {resume, &resume_id, &resume_options}}) {
+        add_common_options(*subcommand, *subcommand_options);
+        add_amqp_options(*subcommand, *subcommand_options);
+        subcommand->add_option("id", *id, "Job id of the recurring job")->required();
+        subcommand->add_option("--timeout", timeout, "How long to wait for the receipt")
+            ->capture_default_str();
+        subcommand->footer(client_footer);
+    }
 
     const std::pair<CLI::App*, ServiceOptions*> commands[] = {{run, &run_options},
                                                               {migrate, &migrate_options},
                                                               {status, &status_options},
                                                               {prune, &prune_options},
                                                               {schedule, &schedule_options},
-                                                              {cancel, &cancel_options}};
+                                                              {cancel, &cancel_options},
+                                                              {pause, &pause_options},
+                                                              {resume, &resume_options}};
     CLI::App* command = nullptr;
     ServiceOptions* options = nullptr;
     try {
@@ -290,6 +319,9 @@ int main(int argc, char** argv) {
         for (const auto& [candidate, candidate_options] : commands) {
             if (candidate->parsed())
                 std::tie(command, options) = std::pair{candidate, candidate_options};
+        }
+        if (command == cancel && cancel_id.empty() && cancel_prefix.empty()) {
+            throw CLI::RequiredError("cancel: a job id or --routing-key-prefix");
         }
         apply_configuration(app, *command, *options);
         // Durations from flags, environment or the config file: a unit and the option's bounds.
@@ -315,8 +347,14 @@ int main(int argc, char** argv) {
             return hourglass::cli::send_command(
                 options->amqp(), hourglass::cli::schedule_command(request, names), wait);
         }
-        return hourglass::cli::send_command(options->amqp(),
-                                            hourglass::cli::cancel_command(cancel_id, names), wait);
+        using hourglass::cli::Control;
+        const auto [control, target] =
+            command == pause    ? std::pair{Control::pause, pause_id}
+            : command == resume ? std::pair{Control::resume, resume_id}
+            : cancel_prefix.empty() ? std::pair{Control::cancel, cancel_id}
+                                    : std::pair{Control::cancel_prefix, cancel_prefix};
+        return hourglass::cli::send_command(
+            options->amqp(), hourglass::cli::control_command(control, target, names), wait);
     } catch (const pqxx::broken_connection& error) {
         hourglass::logging::report_fatal(std::string("cannot connect to PostgreSQL: ") +
                                          error.what());

@@ -95,20 +95,25 @@ Console::Response Console::summary() {
     });
 }
 
-Console::Response Console::cancel(const std::string& id, const std::string* token) {
+Console::Response Console::control(const Command& command, const std::string& what,
+                                    const std::string* token) {
     if (options_.token.empty()) {
-        return {403, dump(error_json("cancel is off: start hourglass with --console-token"))};
+        return {403, dump(error_json("changes are off: start hourglass with --console-token"))};
     }
     if (token == nullptr || !token_matches(*token, options_.token)) {
-        return {401, dump(error_json("cancel needs the operator token in X-Hourglass-Token"))};
+        return {401, dump(error_json("changes need the operator token in X-Hourglass-Token"))};
     }
     bool locked = false;
     auto response = with_store([&](ConsoleStore& store) -> json {
         try {
-            const auto outcome = store.cancel(id);
-            spdlog::info("console: cancel of job {}: {}", quote_value(id, 64),
-                         to_string(outcome.status));
-            return {{"id", id}, {"status", to_string(outcome.status)}};
+            const auto outcome = store.apply(command);
+            spdlog::info("console: {}: {}{}", what, to_string(outcome.status),
+                         outcome.count ? " (" + std::to_string(*outcome.count) + " jobs)" : "");
+            json answer = {{"status", to_string(outcome.status)},
+                           {"error", outcome.error.empty() ? json(nullptr) : json(outcome.error)}};
+            if (!command.id.empty()) answer["id"] = command.id;
+            if (outcome.count) answer["count"] = *outcome.count;
+            return answer;
         } catch (const std::exception& failure) {
             // The job's row, not the database, is at fault: say so, and keep the connection.
             if (store::classify_failure(failure) != store::FailureKind::busy) throw;
@@ -117,9 +122,8 @@ Console::Response Console::cancel(const std::string& id, const std::string* toke
         }
     });
     if (!locked) return response;
-    return {409, dump(error_json("job " + quote_value(id, 64) +
-                                 " is locked by another PostgreSQL transaction (an UPDATE left "
-                                 "open?); cancel it again once that transaction ends"))};
+    return {409, dump(error_json(what + ": a job's row is locked by another PostgreSQL "
+                                 "transaction (an UPDATE left open?); try again once it ends"))};
 }
 
 void Console::add_routes(httplib::Server& server) {
@@ -169,13 +173,45 @@ void Console::add_routes(httplib::Server& server) {
                           {"by_routing_key_prefix", store.search_routing_key(*text)}};
               }));
     });
-    server.Post("/api/cancel", [this, reply, bad_request](const httplib::Request& request,
-                                                          httplib::Response& response) {
-        const auto id = lookup_text(request, "id");
-        if (!id) return bad_request(response, "id: give the job id (1 to 255 bytes of UTF-8)");
-        const auto header = request.get_header_value(std::string(kTokenHeader));
-        const bool has_token = request.has_header(std::string(kTokenHeader));
-        reply(response, cancel(*id, has_token ? &header : nullptr));
+    server.Get("/api/cancel-prefix", [this, reply, bad_request](const httplib::Request& request,
+                                                                httplib::Response& response) {
+        const auto prefix = lookup_text(request, "prefix");
+        if (!prefix) return bad_request(response, "prefix: give 1 to 255 bytes of UTF-8 text");
+        reply(response, with_store([&](ConsoleStore& store) -> json {
+                  const auto count = store.count_cancellable_by_prefix(*prefix);
+                  return {{"prefix", *prefix},
+                          {"count", std::min(count, kCancelPrefixCountCap)},
+                          {"more", count > kCancelPrefixCountCap}};
+              }));
+    });
+    // The changes: each the command a client would publish, applied the same way (reference §9).
+    const auto token_of = [](const httplib::Request& request) -> std::optional<std::string> {
+        if (!request.has_header(std::string(kTokenHeader))) return std::nullopt;
+        return request.get_header_value(std::string(kTokenHeader));
+    };
+    const auto add_job_control = [&](const std::string& path, std::string verb,
+                                     std::function<decltype(Command::action)(std::string)> action) {
+        server.Post(path, [this, reply, bad_request, token_of, verb, action](
+                              const httplib::Request& request, httplib::Response& response) {
+            const auto id = lookup_text(request, "id");
+            if (!id) return bad_request(response, "id: give the job id (1 to 255 bytes of UTF-8)");
+            const auto token = token_of(request);
+            const Command command{action(*id), *id, std::nullopt, std::nullopt};
+            reply(response, control(command, verb + " of job " + quote_value(*id, 64),
+                                    token ? &*token : nullptr));
+        });
+    };
+    add_job_control("/api/cancel", "cancel", [](std::string id) { return CancelCommand{id}; });
+    add_job_control("/api/pause", "pause", [](std::string id) { return PauseCommand{id, true}; });
+    add_job_control("/api/resume", "resume", [](std::string id) { return PauseCommand{id, false}; });
+    server.Post("/api/cancel-prefix", [this, reply, bad_request, token_of](
+                                          const httplib::Request& request, httplib::Response& response) {
+        const auto prefix = lookup_text(request, "prefix");
+        if (!prefix) return bad_request(response, "prefix: give 1 to 255 bytes of UTF-8 text");
+        const auto token = token_of(request);
+        const Command command{CancelPrefixCommand{*prefix}, {}, std::nullopt, std::nullopt};
+        reply(response, control(command, "cancel by prefix " + quote_value(*prefix, 64),
+                                token ? &*token : nullptr));
     });
 }
 

@@ -8,7 +8,11 @@
 //   GET  /api/rejections        the latest 50 rejected commands with their reason
 //   GET  /api/cron              recurring jobs with their next runs
 //   GET  /api/search?q=TEXT     the job with id TEXT, and jobs whose routing key starts with it
+//   GET  /api/cancel-prefix?prefix=P   how many jobs a cancel by prefix P would cancel now
 //   POST /api/cancel?id=ID      cancel, with header X-Hourglass-Token (only when a token is set)
+//   POST /api/pause?id=ID       pause a recurring job, likewise
+//   POST /api/resume?id=ID      resume it, likewise
+//   POST /api/cancel-prefix?prefix=P   cancel every job a cancel by prefix P cancels, likewise
 //
 // Read-only without the operator token; state changes are POST only. Requests are served one
 // at a time over one PostgreSQL connection, opened on first use and again after a failure.
@@ -22,6 +26,7 @@
 #include <optional>
 #include <string>
 
+#include "hourglass/command.hpp"
 #include "http/stats_refresher.hpp"
 #include "store/job_store.hpp"
 
@@ -61,7 +66,8 @@ private:
     // connection, so the next request opens a new one.
     Response with_store(const std::function<nlohmann::json(ConsoleStore&)>& use);
     Response summary();
-    Response cancel(const std::string& id, const std::string* token);
+    // Applies a control command (what: for the log and errors) if `token` is the operator's.
+    Response control(const Command& command, const std::string& what, const std::string* token);
 
     ConsoleOptions options_;
     std::mutex store_mutex_;

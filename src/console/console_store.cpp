@@ -109,10 +109,22 @@ void prepare(pqxx::connection& c) {
     c.prepare("console_cron",
               "SELECT id, routing_key, cron, COALESCE(cron_tz, 'UTC'), " + epoch_ms("due_at") +
                   ", runs, " + epoch_ms("cron_until") +
-                  ", cron_limit FROM jobs WHERE cron IS NOT NULL AND state = 'pending' "
+                  ", cron_limit, false FROM jobs WHERE cron IS NOT NULL AND state = 'pending' "
                   "ORDER BY due_at LIMIT $1");
+    // Paused schedules (jobs_paused_at), latest paused first.
+    c.prepare("console_paused_cron",
+              "SELECT id, routing_key, cron, COALESCE(cron_tz, 'UTC'), " + epoch_ms("due_at") +
+                  ", runs, " + epoch_ms("cron_until") +
+                  ", cron_limit, true FROM jobs WHERE state = 'paused' "
+                  "ORDER BY paused_at DESC LIMIT $1");
+    // What a cancel by prefix would cancel (store's cancel_prefix_batch), counted up to $3.
+    c.prepare("console_cancel_prefix_count",
+              "SELECT count(*) FROM (SELECT 1 FROM jobs WHERE routing_key COLLATE \"C\" >= $1 "
+              "AND ($2::text IS NULL OR routing_key COLLATE \"C\" < $2) "
+              "AND (state = 'paused' OR (state = 'pending' AND "
+              "     (lease_owner IS NULL OR cron IS NOT NULL))) LIMIT $3) AS cancellable");
     c.prepare("console_job", "SELECT " + job_columns() + " FROM jobs WHERE id = $1");
-    // One range scan of jobs_routing_key: [prefix, the first string after every extension).
+    // One range scan of jobs_routing_key_id: [prefix, the first string after every extension).
     c.prepare("console_search",
               "SELECT " + job_columns() + " FROM jobs WHERE routing_key COLLATE \"C\" >= $1 "
               "AND ($2::text IS NULL OR routing_key COLLATE \"C\" < $2) "
@@ -184,7 +196,27 @@ json ConsoleStore::rejections() {
 json ConsoleStore::cron_schedules() {
     pqxx::read_transaction tx(store_.connection());
     json result = json::array();
-    for (const auto& row : tx.exec_prepared("console_cron", static_cast<long>(kCronLimit))) {
+    auto rows = tx.exec_prepared("console_paused_cron", static_cast<long>(kCronLimit));
+    const auto live = tx.exec_prepared("console_cron", static_cast<long>(kCronLimit));
+    for (const auto& row : live) {
+        if (rows.size() + result.size() >= kCronLimit) break;
+        result.push_back(cron_schedule_of(row));
+    }
+    for (const auto& row : rows) result.push_back(cron_schedule_of(row));
+    return result;
+}
+
+std::size_t ConsoleStore::count_cancellable_by_prefix(const std::string& prefix) {
+    pqxx::read_transaction tx(store_.connection());
+    const auto upper = prefix_upper_bound(prefix);
+    return tx.exec_prepared1("console_cancel_prefix_count", prefix, upper,
+                             static_cast<long>(kCancelPrefixCountCap + 1))[0]
+        .as<std::size_t>();
+}
+
+json ConsoleStore::cron_schedule_of(const pqxx::row& row) {
+    json result;
+    {
         const auto expression = row[2].as<std::string>();
         const auto zone = row[3].as<std::string>();
         const auto due = from_epoch_ms(row[4].as<std::int64_t>());
@@ -193,12 +225,15 @@ json ConsoleStore::cron_schedules() {
         if (!row[6].is_null()) until = from_epoch_ms(row[6].as<std::int64_t>());
         std::optional<int> limit;
         if (!row[7].is_null()) limit = row[7].as<int>();
-        result.push_back({{"id", row[0].as<std::string>()},
-                          {"routing_key", row[1].as<std::string>()},
-                          {"cron", expression},
-                          {"cron_tz", zone},
-                          {"runs", runs},
-                          {"next_runs", next_runs(expression, zone, due, runs, until, limit)}});
+        const bool paused = row[8].as<bool>();
+        result = {{"id", row[0].as<std::string>()},
+                  {"routing_key", row[1].as<std::string>()},
+                  {"cron", expression},
+                  {"cron_tz", zone},
+                  {"runs", runs},
+                  {"paused", paused},
+                  {"next_runs", paused ? json::array()
+                                       : next_runs(expression, zone, due, runs, until, limit)}};
     }
     return result;
 }
@@ -222,8 +257,7 @@ json ConsoleStore::search_routing_key(const std::string& prefix) {
     return result;
 }
 
-CommandOutcome ConsoleStore::cancel(const std::string& id) {
-    Command command{CancelCommand{id}, id, std::nullopt, std::nullopt};
+CommandOutcome ConsoleStore::apply(Command command) {
     return store_.apply(std::span<const Command>(&command, 1)).front();
 }
 

@@ -12,6 +12,10 @@
 #include "hourglass/command.hpp"
 #include "store/job_store.hpp"
 
+namespace pqxx {
+class row;
+}
+
 namespace hourglass::console {
 
 // Bounds of what one request reads.
@@ -21,6 +25,7 @@ inline constexpr std::size_t kListLimit = 50;         // rejections, search resu
 inline constexpr std::size_t kCronLimit = 100;        // cron schedules
 inline constexpr std::size_t kNextRuns = 3;           // next runs shown per cron schedule
 inline constexpr std::size_t kBodyShownBytes = 4096;  // of a job's body
+inline constexpr std::size_t kCancelPrefixCountCap = 100000;  // jobs counted before a cancel
 
 class ConsoleStore {
 public:
@@ -35,16 +40,19 @@ public:
     nlohmann::json lateness();
     // The latest rejections, newest first.
     nlohmann::json rejections();
-    // Live recurring jobs, next due first, with their next few runs.
+    // Live recurring jobs, next due first, with their next few runs, then paused ones.
     nlohmann::json cron_schedules();
+    // The jobs a cancel by `prefix` would cancel now, counted up to kCancelPrefixCountCap + 1.
+    std::size_t count_cancellable_by_prefix(const std::string& prefix);
     // One job's row, or nothing.
     std::optional<nlohmann::json> job(const std::string& id);
     // Jobs whose routing key starts with `prefix` (valid UTF-8), in byte order.
     nlohmann::json search_routing_key(const std::string& prefix);
-    // Cancels a job as a cancel command would (reference §3.2).
-    CommandOutcome cancel(const std::string& id);
+    // Applies a control command (cancel, pause, resume, cancel by prefix) as ingest would.
+    CommandOutcome apply(Command command);
 
 private:
+    static nlohmann::json cron_schedule_of(const pqxx::row& row);
     store::JobStore store_;
 };
 

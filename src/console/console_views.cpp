@@ -19,39 +19,6 @@ json optional_number(std::optional<double> value) {
     return value ? json(*value) : json(nullptr);
 }
 
-// The code point of one well-formed UTF-8 sequence.
-char32_t decode(std::string_view sequence) {
-    const auto byte = [&](std::size_t i) { return static_cast<char32_t>(static_cast<unsigned char>(sequence[i])); };
-    switch (sequence.size()) {
-        case 1: return byte(0);
-        case 2: return ((byte(0) & 0x1F) << 6) | (byte(1) & 0x3F);
-        case 3: return ((byte(0) & 0x0F) << 12) | ((byte(1) & 0x3F) << 6) | (byte(2) & 0x3F);
-        default:
-            return ((byte(0) & 0x07) << 18) | ((byte(1) & 0x3F) << 12) | ((byte(2) & 0x3F) << 6) |
-                   (byte(3) & 0x3F);
-    }
-}
-
-std::string encode(char32_t code_point) {
-    std::string out;
-    const auto put = [&](char32_t bits) { out.push_back(static_cast<char>(bits)); };
-    if (code_point < 0x80) {
-        put(code_point);
-    } else if (code_point < 0x800) {
-        put(0xC0 | (code_point >> 6));
-        put(0x80 | (code_point & 0x3F));
-    } else if (code_point < 0x10000) {
-        put(0xE0 | (code_point >> 12));
-        put(0x80 | ((code_point >> 6) & 0x3F));
-        put(0x80 | (code_point & 0x3F));
-    } else {
-        put(0xF0 | (code_point >> 18));
-        put(0x80 | ((code_point >> 12) & 0x3F));
-        put(0x80 | ((code_point >> 6) & 0x3F));
-        put(0x80 | (code_point & 0x3F));
-    }
-    return out;
-}
 
 std::array<unsigned char, 32> sha256(std::string_view text) {
     std::array<unsigned char, 32> digest{};
@@ -124,22 +91,6 @@ json body_view(std::string_view body, std::size_t max_bytes) {
     view["text"] = std::string(shown);
     view["truncated"] = shown.size() < body.size();
     return view;
-}
-
-std::optional<std::string> prefix_upper_bound(std::string_view prefix) {
-    std::string bound(prefix);
-    while (!bound.empty()) {
-        auto start = bound.size() - 1;
-        while (start > 0 && (static_cast<unsigned char>(bound[start]) & 0xC0) == 0x80) --start;
-        const auto last = decode(std::string_view(bound).substr(start));
-        bound.resize(start);
-        if (last < 0x10FFFF) {
-            // UTF-8 orders like code points, and no sequence is a prefix of another.
-            const char32_t next = last + 1 == 0xD800 ? 0xE000 : last + 1;
-            return bound + encode(next);
-        }
-    }
-    return std::nullopt;
 }
 
 bool token_matches(std::string_view given, std::string_view expected) {

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/text.hpp"
 #include "hourglass/time.hpp"
 
 namespace hourglass::console {
@@ -45,11 +46,6 @@ nlohmann::json upcoming_view(TimePoint from, Milliseconds width, int slots,
 // {"bytes": n, "text": "..." | null, "truncated": bool}
 nlohmann::json body_view(std::string_view body, std::size_t max_bytes);
 
-// The smallest string greater than every string that starts with `prefix`, in byte order
-// (PostgreSQL's C collation), so that a prefix search is one index range scan; nothing when
-// no such string exists (the prefix is empty or made of U+10FFFF only). `prefix` must be
-// valid UTF-8; the result is too.
-std::optional<std::string> prefix_upper_bound(std::string_view prefix);
 
 // Whether `given` is the operator token, in time that depends on neither's content or length
 // (both are hashed first, and the digests compared in constant time).

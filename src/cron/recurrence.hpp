@@ -19,12 +19,16 @@ std::variant<TimePoint, std::string> first_run(const CronSpec& spec, TimePoint a
 
 struct NextRun {
     std::optional<TimePoint> due;  // empty: the job has had its last run
-    std::size_t coalesced = 0;     // runs skipped because they fell before `now`
+    std::size_t coalesced = 0;     // later runs that fell before `now` and are not released
+    // Later runs were due at `now`, so this one was missed (see AfterHandover).
+    bool missed = false;
 };
 
-// After run number `run`, due at `due`, was handed over at `now`: the next run. Runs that fell
-// between `due` and `now` (service down, or a backlog) are coalesced into the run just handed
-// over, so the schedule continues from now (reference §5).
+// After run number `run`, due at `due`, was handed over at `now`: the next run. When runs that
+// fell between `due` and `now` (service down, the job paused, a backlog) are due already, the
+// run was missed, and spec.catchup says what follows (reference §5): with `one` and `skip` the
+// later ones are coalesced and the schedule continues from now; with `all` the next is the
+// first of them (the latest kMaxCatchupRuns, older ones coalesced).
 NextRun next_run(const CronSpec& spec, int run, TimePoint due, TimePoint now);
 
 // next_run for a claimed run, as the loader calls it (empty for one-shot jobs). Logs coalesced
@@ -32,7 +36,7 @@ NextRun next_run(const CronSpec& spec, int run, TimePoint due, TimePoint now);
 // thousands of jobs in one claim. One per loader (called from its claimer thread only).
 class NextDueAfterHandover {
 public:
-    std::optional<TimePoint> operator()(const ClaimedRun& run, TimePoint now);
+    AfterHandover operator()(const ClaimedRun& run, TimePoint now);
 
 private:
     LogBudget coalesced_lines_;

@@ -18,8 +18,26 @@ std::string_view to_string(CommandStatus status) noexcept {
         case CommandStatus::too_late: return "too_late";
         case CommandStatus::not_found: return "not_found";
         case CommandStatus::rejected: return "rejected";
+        case CommandStatus::paused: return "paused";
+        case CommandStatus::resumed: return "resumed";
     }
     return "rejected";
+}
+
+std::string_view to_string(Catchup catchup) noexcept {
+    switch (catchup) {
+        case Catchup::skip: return "skip";
+        case Catchup::one: return "one";
+        case Catchup::all: return "all";
+    }
+    return "one";
+}
+
+std::optional<Catchup> catchup_from_string(std::string_view text) noexcept {
+    for (const auto catchup : {Catchup::skip, Catchup::one, Catchup::all}) {
+        if (text == to_string(catchup)) return catchup;
+    }
+    return std::nullopt;
 }
 
 std::string receipt_json(const std::string& id, const CommandOutcome& outcome) {
@@ -28,6 +46,7 @@ std::string receipt_json(const std::string& id, const CommandOutcome& outcome) {
     receipt["status"] = to_string(outcome.status);
     receipt["due"] = outcome.due ? nlohmann::json(format_rfc3339_ms(*outcome.due)) : nullptr;
     receipt["error"] = outcome.error.empty() ? nlohmann::json(nullptr) : nlohmann::json(outcome.error);
+    if (outcome.count) receipt["count"] = *outcome.count;
     return receipt.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
@@ -233,6 +252,12 @@ CronSpec cron_from_headers(const BasicProperties& properties, const FieldValue& 
         }
         spec.limit = static_cast<int>(*value);
     }
+    if (const auto* catchup = find_header(properties, header::kCronCatchup)) {
+        const auto* text = string_of(*catchup);
+        const auto policy = text ? catchup_from_string(*text) : std::nullopt;
+        if (!policy) reject("x-cron-catchup: " + describe(*catchup) + " is not skip, one or all");
+        spec.catchup = *policy;
+    }
     return spec;
 }
 
@@ -280,9 +305,11 @@ void check_name(std::string_view what, const std::string& name) {
 
 // The properties the job will be released with (reference §3.1).
 BasicProperties release_properties(BasicProperties properties, const std::string& id) {
-    for (const auto name : {header::kDelay, header::kScheduleAt, header::kDeliveryTime, header::kCron, header::kCronTz,
-                            header::kCronUntil, header::kCronLimit, header::kReplace,
-                            header::kCancel, header::kReplyTo}) {
+    for (const auto name :
+         {header::kDelay, header::kScheduleAt, header::kDeliveryTime, header::kCron,
+          header::kCronTz, header::kCronUntil, header::kCronLimit, header::kCronCatchup,
+          header::kReplace, header::kCancel, header::kPause, header::kResume,
+          header::kCancelPrefix, header::kReplyTo}) {
         remove_header(properties, name);
     }
     // x-hourglass-* headers are hourglass's own: a command cannot forge an id, a run, a due
@@ -305,6 +332,45 @@ BasicProperties release_properties(BasicProperties properties, const std::string
     return properties;
 }
 
+// A control header set to true (x-cancel, x-pause, x-resume), or false if set and false.
+bool control_flag(const BasicProperties& properties, std::string_view name) {
+    const auto* flag = find_header(properties, name);
+    if (!flag) return false;
+    const auto value = boolean_of(*flag);
+    if (!value) reject(std::string(name) + ": " + describe(*flag) + " is not true or false");
+    return *value;
+}
+
+// The command of a control header (reference §3.2, §3.3), if the message carries one: at most
+// one of them, and cancel, pause and resume name the job in message_id (`id`, null if unset).
+std::optional<decltype(Command::action)> control_command(const BasicProperties& properties,
+                                                         const std::string* id) {
+    const bool cancel = control_flag(properties, header::kCancel);
+    const bool pause = control_flag(properties, header::kPause);
+    const bool resume = control_flag(properties, header::kResume);
+    const auto* prefix = find_header(properties, header::kCancelPrefix);
+    if (int(cancel) + int(pause) + int(resume) + int(prefix != nullptr) > 1) {
+        reject("x-cancel, x-pause, x-resume and x-cancel-prefix: set at most one of them");
+    }
+    if (prefix) {
+        const auto* text = string_of(*prefix);
+        if (!text || text->empty() || !is_storable_text(*text)) {
+            reject("x-cancel-prefix: " + describe(*prefix) +
+                   " is not a routing key prefix (1 to 255 bytes of UTF-8)");
+        }
+        check_name("x-cancel-prefix", *text);
+        return CancelPrefixCommand{*text};
+    }
+    if (!cancel && !pause && !resume) return std::nullopt;
+    const auto name = cancel ? header::kCancel : pause ? header::kPause : header::kResume;
+    if (!id) {
+        reject(std::string(name) + ": message_id must be set to the id of the job to " +
+               (cancel ? "cancel" : pause ? "pause" : "resume"));
+    }
+    if (cancel) return CancelCommand{*id};
+    return PauseCommand{*id, pause};
+}
+
 Command parse_or_throw(const Message& message, TimePoint received_at, const CommandLimits& limits,
                        const std::function<std::string()>& generate_id, Command& command) {
     const auto& properties = message.properties;
@@ -323,14 +389,9 @@ Command parse_or_throw(const Message& message, TimePoint received_at, const Comm
         command.id = *properties.message_id;
     }
 
-    if (const auto* cancel = find_header(properties, header::kCancel)) {
-        const auto value = boolean_of(*cancel);
-        if (!value) reject("x-cancel: " + describe(*cancel) + " is not true or false");
-        if (*value) {
-            if (!has_id) reject("x-cancel: message_id must be set to the id of the job to cancel");
-            command.action = CancelCommand{command.id};
-            return command;
-        }
+    if (auto control = control_command(properties, has_id ? &command.id : nullptr)) {
+        command.action = std::move(*control);
+        return command;
     }
 
     const auto* delay = find_header(properties, header::kDelay);
@@ -353,7 +414,8 @@ Command parse_or_throw(const Message& message, TimePoint received_at, const Comm
         reject(names + " are set together: set exactly one time header");
     }
     if (!cron) {
-        for (const auto name : {header::kCronTz, header::kCronUntil, header::kCronLimit}) {
+        for (const auto name :
+             {header::kCronTz, header::kCronUntil, header::kCronLimit, header::kCronCatchup}) {
             if (find_header(properties, name)) reject(std::string(name) + ": set without x-cron");
         }
     }

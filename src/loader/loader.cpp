@@ -272,17 +272,22 @@ void Loader::schedule(std::vector<ClaimedRun> runs) {
     std::vector<Scheduled> scheduled;
     scheduled.reserve(runs.size());
     for (auto& run : runs) {
+        const auto after = next_run_ ? next_run_(run, now) : AfterHandover{};
+        if (after.catchup > 0) {
+            set_header(run.properties, std::string(header::kCatchup),
+                       static_cast<std::int64_t>(after.catchup));
+        }
         // Headers count as well as bodies: a job may carry up to a frame of them.
         const auto bytes = run.body.size() + encoded_size(run.properties);
         const auto publish_at = ladder_.publish_at(run.due_at, now);
-        const auto next_due = next_run_ ? next_run_(run, now) : std::nullopt;
         scheduled.push_back(Scheduled{.publish_at = publish_at,
                                       .run = std::make_unique<ClaimedRun>(std::move(run)),
                                       .bytes = bytes,
                                       .observed_with = std::nullopt,
                                       .burst = false,
                                       .burst_held = false,
-                                      .next_due = next_due});
+                                      .next_due = after.next_due,
+                                      .skipped = after.skip});
     }
     {
         std::lock_guard lock(mutex_);
@@ -869,16 +874,21 @@ Message Loader::release_message(ClaimedRun& run, TimePoint now, std::size_t fram
     return message;
 }
 
-Message Loader::expired_message(ClaimedRun& run, TimePoint now, std::size_t frame_max) const {
+Message Loader::expired_message(ClaimedRun& run, TimePoint now, std::size_t frame_max,
+                                bool skipped) const {
     const auto late = std::chrono::duration_cast<Milliseconds>(now - run.due_at);
+    const auto reason =
+        skipped ? "skipped: missed (a later run was due when it was handed over, " +
+                      std::to_string(late.count()) + " ms after its due time) and "
+                      "x-cron-catchup is skip"
+                : "expired: handed over " + std::to_string(late.count()) +
+                      " ms after its due time, more than x-hourglass-expires-after (" +
+                      std::to_string(run.expires_after->count()) + " ms)";
     auto message = release_message(run, now, frame_max, 0, std::nullopt, true);
     message.exchange = options_.topology.names.expired;
     remove_header(message.properties, "BCC");  // nothing observes it
     remove_header(message.properties, header::kObservedWith);
-    set_header(message.properties, std::string(header::kError),
-               "expired: handed over " + std::to_string(late.count()) +
-                   " ms after its due time, more than x-hourglass-expires-after (" +
-                   std::to_string(run.expires_after->count()) + " ms)");
+    set_header(message.properties, std::string(header::kError), reason);
     return message;
 }
 
@@ -981,7 +991,8 @@ void Loader::publish_session(std::stop_token stop) {
             // at least this late.
             for (auto& scheduled : due_now) {
                 const auto& run = *scheduled.run;
-                scheduled.expired = run.expires_after && batch_now - run.due_at > *run.expires_after;
+                scheduled.expired = scheduled.skipped ||
+                                    (run.expires_after && batch_now - run.due_at > *run.expires_after);
             }
             group_releases(due_now, batch_now, next_lane);
             // The batch's publishes leave together (measured: 15 % more runs handed over a
@@ -995,10 +1006,12 @@ void Loader::publish_session(std::stop_token stop) {
                 try {
                     sequence = channel->publish(
                         scheduled.expired
-                            ? expired_message(*scheduled.run, batch_now, channel->frame_max())
+                            ? expired_message(*scheduled.run, batch_now, channel->frame_max(),
+                                              scheduled.skipped)
                             : release_message(*scheduled.run, batch_now, channel->frame_max(),
                                               next_lane, scheduled.observed_with, scheduled.burst));
-                    if (scheduled.expired) metrics_.count_runs_expired(1);
+                    if (scheduled.skipped) metrics_.count_runs_skipped(1);
+                    else if (scheduled.expired) metrics_.count_runs_expired(1);
                     else if (scheduled.burst) metrics_.count_burst_runs(1);
                     next_lane = (next_lane + 1) % options_.topology.delay_lanes;
                 } catch (...) {

@@ -130,9 +130,9 @@ struct LoaderSeams {
     std::function<void()> declare_forward_ladder;
 };
 
-// Computes what a run leaves behind once handed over (the next run of a recurring job), when it
-// is claimed (`now`: the claim's time); set by cron.
-using NextRunFunction = std::function<std::optional<TimePoint>(const ClaimedRun&, TimePoint now)>;
+// Computes what a run leaves behind once handed over (the next run of a recurring job, whether
+// it was missed), when it is claimed (`now`: the claim's time); set by cron.
+using NextRunFunction = std::function<AfterHandover(const ClaimedRun&, TimePoint now)>;
 
 class Loader {
 public:
@@ -185,6 +185,8 @@ private:
         TimePoint published_at{};  // set at its publish: its enqueued_at
         // Handed over later than its x-hourglass-expires-after: goes to <prefix>.expired.
         bool expired = false;
+        // A missed run of a job with x-cron-catchup: skip: goes to <prefix>.expired too.
+        bool skipped = false;
     };
     // The runs waiting for their publish instant, earliest first. A heap over a vector rather
     // than std::priority_queue, whose top can only be copied out.
@@ -249,7 +251,8 @@ private:
     Message release_message(ClaimedRun& run, TimePoint now, std::size_t frame_max, unsigned lane,
                             const std::optional<RunRef>& observed_with, bool burst) const;
     // The run as sent to <prefix>.expired: as released, with the reason in x-hourglass-error.
-    Message expired_message(ClaimedRun& run, TimePoint now, std::size_t frame_max) const;
+    Message expired_message(ClaimedRun& run, TimePoint now, std::size_t frame_max,
+                            bool skipped) const;
     // Release groups among runs about to be published in this order, from lane `first_lane`
     // on: the runs for one delay queue (a lane of the delay ladder, or a queue of the forward
     // ladder) with one due time. All but the last of each group are given the run they are

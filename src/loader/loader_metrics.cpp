@@ -27,6 +27,10 @@ LoaderMetrics::LoaderMetrics(metrics::Registry& registry)
           "hourglass_runs_expired_total",
           "Runs handed over later than their x-hourglass-expires-after after their due time, sent "
           "to <prefix>.expired instead of being released.")),
+      runs_skipped_(registry.add_counter(
+          "hourglass_runs_skipped_total",
+          "Missed runs of recurring jobs with x-cron-catchup: skip (a later run was already due "
+          "when they were handed over), sent to <prefix>.expired instead of being released.")),
       delay_nacks_(registry.add_counter(
           "hourglass_delay_nacks_total",
           "Runs whose publish into a delay queue the broker refused (basic.nack): nothing was "

@@ -29,6 +29,7 @@ public:
     void count_release_nacks(std::size_t runs) noexcept { release_nacks_.increment(runs); }
     // Runs handed over later than their x-hourglass-expires-after, sent to <prefix>.expired.
     void count_runs_expired(std::size_t runs) noexcept { runs_expired_.increment(runs); }
+    void count_runs_skipped(std::size_t runs) noexcept { runs_skipped_.increment(runs); }
     void count_delay_nacks(std::size_t runs) noexcept { delay_nacks_.increment(runs); }
     // Runs leased to this instance that it did not hold (a lost commit reply), given back.
     void count_orphaned_claims(std::size_t runs) noexcept { orphaned_claims_.increment(runs); }
@@ -57,6 +58,7 @@ private:
     metrics::Counter& burst_runs_;
     metrics::Counter& release_nacks_;
     metrics::Counter& runs_expired_;
+    metrics::Counter& runs_skipped_;
     metrics::Counter& delay_nacks_;
     metrics::Counter& orphaned_claims_;
     metrics::Counter& registration_lost_;

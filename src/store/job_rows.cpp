@@ -24,6 +24,8 @@ json job_row(const ScheduleCommand& job) {
         row["cron_tz"] = job.cron->zone;
         row["cron_until"] = optional_time(job.cron->until);
         row["cron_limit"] = job.cron->limit ? json(*job.cron->limit) : json(nullptr);
+        // NULL for the default (one), as on every row stored before x-cron-catchup existed.
+        if (job.cron->catchup != Catchup::one) row["cron_catchup"] = std::string(to_string(job.cron->catchup));
     }
     return row;
 }

@@ -31,7 +31,7 @@ constexpr const char* kJobRecordset =
     "jsonb_to_recordset($1::jsonb) AS x(id text, routing_key text, exchange text, "
     "due_at timestamptz, accepted_at timestamptz, body text, properties jsonb, cron text, "
     "cron_tz text, cron_until timestamptz, cron_limit integer, leased boolean, "
-    "expires_after_ms bigint)";
+    "expires_after_ms bigint, cron_catchup text)";
 
 // How long ingest's transactions and the loader's and the audit's records wait for a row lock
 // another transaction holds. Their own locks last a statement; a longer one is an operator's
@@ -50,10 +50,10 @@ void prepare_statements(pqxx::connection& c) {
     c.prepare("insert_jobs",
               std::string("INSERT INTO jobs (id, routing_key, exchange, due_at, accepted_at, body, "
                           "properties, cron, cron_tz, cron_until, cron_limit, expires_after_ms, "
-                          "lease_owner, lease_until) "
+                          "cron_catchup, lease_owner, lease_until) "
                           "SELECT x.id, x.routing_key, x.exchange, x.due_at, x.accepted_at, "
                           "decode(x.body, 'base64'), x.properties, x.cron, x.cron_tz, "
-                          "x.cron_until, x.cron_limit, x.expires_after_ms, "
+                          "x.cron_until, x.cron_limit, x.expires_after_ms, x.cron_catchup, "
                           "CASE WHEN x.leased THEN $2::text END, "
                           "CASE WHEN x.leased AND $2::text IS NOT NULL "
                           "     THEN now() + $3 * interval '1 millisecond' END FROM ") +
@@ -71,11 +71,40 @@ void prepare_statements(pqxx::connection& c) {
                           "body = decode(x.body, 'base64'), properties = x.properties, "
                           "cron = x.cron, cron_tz = x.cron_tz, cron_until = x.cron_until, "
                           "cron_limit = x.cron_limit, expires_after_ms = x.expires_after_ms, "
+                          "cron_catchup = x.cron_catchup, paused_at = NULL, "
                           "expired_at = NULL, state = 'pending', lease_owner = NULL, "
                           "lease_until = NULL, updated_at = now() FROM ") +
                   kJobRecordset + " WHERE j.id = x.id");
     c.prepare("cancel_job",
-              "UPDATE jobs SET state = 'cancelled', updated_at = now() WHERE id = $1");
+              "UPDATE jobs SET state = 'cancelled', paused_at = NULL, updated_at = now() "
+              "WHERE id = $1");
+    c.prepare("pause_job",
+              "UPDATE jobs SET state = 'paused', paused_at = now(), updated_at = now() "
+              "WHERE id = $1");
+    c.prepare("resume_job",
+              "UPDATE jobs SET state = 'pending', paused_at = NULL, updated_at = now() "
+              "WHERE id = $1");
+    // One batch of a cancel by prefix: the next $4 jobs after ($2, $3) in (routing_key, id)
+    // order among those whose key starts with $1 (below $5, if any, the first string after
+    // every extension of $1), read from jobs_routing_key_id; of them, those a cancel command
+    // would cancel (reference §3.2) and no other transaction holds are cancelled. Returns the
+    // count cancelled, the rows read and the last row's key and id, where the next batch starts.
+    c.prepare("cancel_prefix_batch",
+              "WITH scanned AS (SELECT id, routing_key FROM jobs "
+              "  WHERE (routing_key COLLATE \"C\", id) > ($2::text COLLATE \"C\", $3::text) "
+              "  AND routing_key COLLATE \"C\" >= $1::text "
+              "  AND ($5::text IS NULL OR routing_key COLLATE \"C\" < $5::text) "
+              "  ORDER BY routing_key COLLATE \"C\", id LIMIT $4), "
+              "cancellable AS (SELECT j.id FROM jobs j JOIN scanned s ON s.id = j.id "
+              "  WHERE j.state = 'paused' OR (j.state = 'pending' AND "
+              "        (j.lease_owner IS NULL OR j.cron IS NOT NULL)) "
+              "  FOR UPDATE OF j SKIP LOCKED), "
+              "cancelled AS (UPDATE jobs j SET state = 'cancelled', paused_at = NULL, "
+              "  updated_at = now() FROM cancellable c WHERE j.id = c.id RETURNING 1) "
+              "SELECT (SELECT count(*) FROM cancelled), (SELECT count(*) FROM scanned), "
+              "  last.routing_key, last.id FROM (SELECT 1) AS one LEFT JOIN LATERAL "
+              "  (SELECT routing_key, id FROM scanned "
+              "   ORDER BY routing_key COLLATE \"C\" DESC, id DESC LIMIT 1) AS last ON true");
     // A candidate run: its id, due time and bytes (body and properties as stored; neither is
     // read for it, their sizes are in their headers).
     const std::string candidate =
@@ -131,7 +160,7 @@ void prepare_statements(pqxx::connection& c) {
                   "EXISTS (SELECT 1 FROM jobs c WHERE c.observed_with_id = j.id "
                   "        AND c.state = 'enqueued' AND c.observed_with_run = "
                   "        j.runs + CASE WHEN j.state = 'enqueued' THEN 0 ELSE 1 END), "
-                  "j.expires_after_ms");
+                  "j.expires_after_ms, j.cron_catchup");
     // Runs observed with another (release groups, migration 010) end `done` here when that
     // run's release was recorded first (a release can beat its hand-over's commit).
     c.prepare("record_handed_over",
@@ -149,6 +178,8 @@ void prepare_statements(pqxx::connection& c) {
               "              w.released_at - GREATEST(j.due_at, j.accepted_at)) * 1000 "
               "                   ELSE j.lateness_ms END, "
               "state = CASE WHEN j.state = 'cancelled' THEN 'cancelled' "
+              // Paused with a run in flight: stays paused, at its next run.
+              "             WHEN j.state = 'paused' AND x.next_due IS NOT NULL THEN 'paused' "
               "             WHEN x.next_due IS NOT NULL THEN 'pending' "
               // Sent to <prefix>.expired: ended, with nothing to observe.
               "             WHEN x.expired THEN 'done' "
@@ -357,7 +388,7 @@ CommandOutcome cancel_one(pqxx::work& tx, const CancelCommand& cancel) {
     const bool recurring = existing[0][2].as<bool>();
     const auto due = time_of(existing[0][3]);
     if (state == "cancelled") return {CommandStatus::cancelled, due, {}};
-    if (state == "pending" && !leased) {
+    if ((state == "pending" && !leased) || state == "paused") {
         tx.exec_prepared("cancel_job", cancel.id);
         return {CommandStatus::cancelled, due, {}};
     }
@@ -368,6 +399,49 @@ CommandOutcome cancel_one(pqxx::work& tx, const CancelCommand& cancel) {
         return {CommandStatus::cancelled, due, {}};
     }
     return {CommandStatus::too_late, due, {}};
+}
+
+// Pause and resume (reference §3.3): only a recurring job that has not ended.
+CommandOutcome pause_one(pqxx::work& tx, const PauseCommand& command) {
+    const auto existing = tx.exec_prepared("lock_job", command.id);
+    if (existing.empty()) return {CommandStatus::not_found, std::nullopt, {}};
+    const auto state = existing[0][0].as<std::string>();
+    const bool recurring = existing[0][2].as<bool>();
+    const auto due = time_of(existing[0][3]);
+    const auto done = command.pause ? CommandStatus::paused : CommandStatus::resumed;
+    if (!recurring) {
+        return {CommandStatus::rejected, due,
+                std::string(command.pause ? "x-pause" : "x-resume") + ": job " +
+                    quote_value(command.id, 64) + " is not recurring (only x-cron jobs pause)"};
+    }
+    if (state == "cancelled" || state == "done" || state == "enqueued") {
+        return {CommandStatus::too_late, due, {}};
+    }
+    // A run already claimed (within the horizon) is still released, as with a cancel; the
+    // job pauses after it. Resumed, the run at due_at (past, if runs were missed meanwhile)
+    // is claimed as any other, and x-cron-catchup decides what the missed runs become.
+    if (command.pause && state == "pending") tx.exec_prepared("pause_job", command.id);
+    if (!command.pause && state == "paused") tx.exec_prepared("resume_job", command.id);
+    return {done, due, {}};
+}
+
+// Cancels in batches (kCancelPrefixBatch rows read per statement, so a statement's time and
+// locks stay bounded however many jobs share the prefix), all in the batch's transaction: the
+// receipt's count is exact and a redelivered command cancels nothing twice.
+CommandOutcome cancel_prefix(pqxx::work& tx, const CancelPrefixCommand& command) {
+    const auto upper = prefix_upper_bound(command.prefix);
+    std::string after_key = command.prefix;
+    std::string after_id;  // ids are never empty: ("prefix", "") precedes every job of the key
+    std::int64_t cancelled = 0;
+    while (true) {
+        const auto row = tx.exec_prepared1("cancel_prefix_batch", command.prefix, after_key,
+                                           after_id, static_cast<long>(kCancelPrefixBatch), upper);
+        cancelled += row[0].as<std::int64_t>();
+        if (row[1].as<std::size_t>() < kCancelPrefixBatch) break;
+        after_key = row[2].as<std::string>();
+        after_id = row[3].as<std::string>();
+    }
+    return {CommandStatus::cancelled, std::nullopt, {}, false, cancelled};
 }
 
 // Plain schedules whose id occurs once in the batch go in one INSERT; the database says which
@@ -519,6 +593,10 @@ std::vector<CommandOutcome> JobStore::apply(std::span<const Command> commands,
                     outcomes[i] = schedule_one(tx, action);
                 } else if constexpr (std::is_same_v<T, CancelCommand>) {
                     outcomes[i] = cancel_one(tx, action);
+                } else if constexpr (std::is_same_v<T, PauseCommand>) {
+                    outcomes[i] = pause_one(tx, action);
+                } else if constexpr (std::is_same_v<T, CancelPrefixCommand>) {
+                    outcomes[i] = cancel_prefix(tx, action);
                 } else {
                     outcomes[i] = {CommandStatus::rejected, std::nullopt, action.error};
                 }
@@ -565,6 +643,9 @@ Claim JobStore::claim_due(const std::string& owner, TimePoint horizon_end, Claim
             cron.zone = row[8].is_null() ? "UTC" : row[8].as<std::string>();
             cron.until = optional_time_of(row[9]);
             if (!row[10].is_null()) cron.limit = row[10].as<int>();
+            if (!row[15].is_null()) {
+                cron.catchup = catchup_from_string(row[15].as<std::string>()).value_or(Catchup::one);
+            }
             run.cron = std::move(cron);
         }
         claim.runs.push_back(std::move(run));

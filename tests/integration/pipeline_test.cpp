@@ -406,7 +406,7 @@ TEST_F(Pipeline, migration_008_accepts_its_indexes_built_beforehand_concurrently
     migrate();
     // Back to the schema as 007 left it, with the two indexes built the documented way.
     sql("DROP TABLE rejections");
-    sql("DROP INDEX jobs_routing_key");
+    sql("DROP INDEX IF EXISTS jobs_routing_key");
     sql("DROP INDEX jobs_cron_due_at");
     sql("DELETE FROM schema_migrations WHERE version = '008_console.sql'");
     {

@@ -90,15 +90,37 @@ TEST(ScheduleCommand, malformed_headers_and_the_reply_queue_header_are_refused) 
     EXPECT_THROW(schedule_command(request, kNames), std::invalid_argument);
 }
 
-TEST(CancelCommand, sets_the_id_and_x_cancel) {
-    const auto command = cancel_command("order-42", kNames);
+TEST(ControlCommand, cancel_pause_and_resume_set_the_id_and_their_header) {
+    for (const auto& [control, header] : {std::pair{Control::cancel, "x-cancel"},
+                                          {Control::pause, "x-pause"},
+                                          {Control::resume, "x-resume"}}) {
+        const auto command = control_command(control, "order-42", kNames);
+        EXPECT_EQ(command.exchange, "acme.in");
+        EXPECT_EQ(command.properties.message_id, "order-42");
+        ASSERT_NE(find_header(command.properties, header), nullptr) << header;
+        EXPECT_EQ(*find_header(command.properties, header), FieldValue(true));
+        EXPECT_EQ(command.properties.headers->size(), 1u) << header;
+    }
+}
+
+TEST(ControlCommand, cancel_by_prefix_names_the_prefix_and_no_job) {
+    const auto command = control_command(Control::cancel_prefix, "orders.eu.", kNames);
     EXPECT_EQ(command.exchange, "acme.in");
-    EXPECT_EQ(command.properties.message_id, "order-42");
-    EXPECT_EQ(*find_header(command.properties, "x-cancel"), FieldValue(true));
+    EXPECT_FALSE(command.properties.message_id.has_value());
+    EXPECT_EQ(*find_header(command.properties, "x-cancel-prefix"), FieldValue(std::string("orders.eu.")));
+}
+
+TEST(ScheduleCommand, catchup_is_passed_on_as_written) {
+    ScheduleRequest request;
+    request.cron = "* * * * *";
+    request.catchup = "all";
+    const auto command = schedule_command(request, kNames);
+    EXPECT_EQ(*find_header(command.properties, "x-cron-catchup"), FieldValue(std::string("all")));
 }
 
 TEST(ExitCode, one_per_kind_of_receipt) {
-    for (const auto* status : {"scheduled", "replaced", "duplicate", "cancelled"}) {
+    for (const auto* status :
+         {"scheduled", "replaced", "duplicate", "cancelled", "paused", "resumed"}) {
         EXPECT_EQ(exit_code_for_status(status), kExitAccepted) << status;
     }
     EXPECT_EQ(exit_code_for_status("rejected"), kExitRejected);

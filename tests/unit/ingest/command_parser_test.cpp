@@ -1171,3 +1171,102 @@ TEST(HostileInput, control_characters_in_values_are_escaped_in_errors) {
 
 }  // namespace
 }  // namespace hourglass
+
+namespace hourglass {
+namespace {
+
+// --- x-cron-catchup ---------------------------------------------------------------------------
+
+TEST(ParseCommand, cron_catchup_takes_skip_one_or_all_and_defaults_to_one) {
+    for (const auto& [text, policy] : {std::pair{"skip", Catchup::skip}, {"one", Catchup::one},
+                                       {"all", Catchup::all}}) {
+        const auto c = parse(command({{"x-cron", std::string("@daily")},
+                                      {"x-cron-catchup", std::string(text)}}),
+                             with_stub_cron());
+        ASSERT_SCHEDULED(c);
+        EXPECT_EQ(schedule_of(c)->cron->catchup, policy) << text;
+        EXPECT_EQ(find_header(schedule_of(c)->properties, "x-cron-catchup"), nullptr)
+            << "a control header, removed from the release";
+    }
+    const auto plain = parse(command({{"x-cron", std::string("@daily")}}), with_stub_cron());
+    ASSERT_SCHEDULED(plain);
+    EXPECT_EQ(plain.id.empty(), false);
+    EXPECT_EQ(schedule_of(plain)->cron->catchup, Catchup::one);
+}
+
+TEST(ParseCommand, cron_catchup_other_than_skip_one_or_all_is_rejected_naming_it) {
+    for (const FieldValue& value : {FieldValue{std::string("ALL")}, FieldValue{std::string("")},
+                                    FieldValue{std::int32_t{1}}, FieldValue{true}}) {
+        const auto c = parse(command({{"x-cron", std::string("@daily")}, {"x-cron-catchup", value}}),
+                             with_stub_cron());
+        ASSERT_REJECTED(c);
+        EXPECT_THAT(rejection_of(c), AllOf(HasSubstr("x-cron-catchup"), HasSubstr("skip, one or all")));
+    }
+}
+
+TEST(ParseCommand, cron_catchup_without_x_cron_is_rejected) {
+    const auto c = parse(command({{"x-delay", std::int32_t{5}}, {"x-cron-catchup", std::string("all")}}));
+    ASSERT_REJECTED(c);
+    EXPECT_THAT(rejection_of(c), HasSubstr("x-cron-catchup: set without x-cron"));
+}
+
+// --- x-pause, x-resume, x-cancel-prefix -------------------------------------------------------
+
+TEST(ParseCommand, pause_and_resume_name_the_job_in_message_id) {
+    for (const auto& [name, pause] : {std::pair{"x-pause", true}, {"x-resume", false}}) {
+        const auto c = parse(command({{name, true}}, "nightly"));
+        const auto* control = std::get_if<PauseCommand>(&c.action);
+        ASSERT_NE(control, nullptr) << name << ": " << outcome_of(c);
+        EXPECT_EQ(control->id, "nightly");
+        EXPECT_EQ(control->pause, pause);
+        const auto parsed = parse_counting(command({{name, true}}, std::nullopt));
+        ASSERT_REJECTED(parsed.command);
+        EXPECT_THAT(rejection_of(parsed.command), AllOf(HasSubstr(name), HasSubstr("message_id")));
+        EXPECT_EQ(parsed.ids_generated, 0);
+    }
+}
+
+TEST(ParseCommand, a_control_header_set_to_false_is_no_control) {
+    const auto c = parse(command({{"x-pause", false}, {"x-delay", std::int32_t{5}}}));
+    ASSERT_SCHEDULED(c);
+    EXPECT_EQ(find_header(schedule_of(c)->properties, "x-pause"), nullptr);
+}
+
+TEST(ParseCommand, cancel_prefix_takes_a_routing_key_prefix) {
+    const auto c = parse(command({{"x-cancel-prefix", std::string("orders.eu.")}}, std::nullopt));
+    const auto* control = std::get_if<CancelPrefixCommand>(&c.action);
+    ASSERT_NE(control, nullptr) << outcome_of(c);
+    EXPECT_EQ(control->prefix, "orders.eu.");
+}
+
+TEST(ParseCommand, cancel_prefix_that_is_not_a_name_is_rejected) {
+    for (const FieldValue& value :
+         {FieldValue{std::string("")}, FieldValue{std::string(256, 'a')}, FieldValue{true},
+          FieldValue{std::string("bad\xff")}}) {
+        const auto c = parse(command({{"x-cancel-prefix", value}}));
+        ASSERT_REJECTED(c);
+        EXPECT_THAT(rejection_of(c), HasSubstr("x-cancel-prefix"));
+    }
+}
+
+TEST(ParseCommand, two_controls_at_once_are_rejected) {
+    const auto c = parse(command({{"x-cancel", true}, {"x-pause", true}}));
+    ASSERT_REJECTED(c);
+    EXPECT_THAT(rejection_of(c), HasSubstr("set at most one"));
+    const auto d = parse(command({{"x-resume", true}, {"x-cancel-prefix", std::string("a")}}));
+    ASSERT_REJECTED(d);
+}
+
+TEST(ReceiptJson, a_cancel_by_prefix_receipt_carries_the_count) {
+    CommandOutcome outcome{CommandStatus::cancelled, std::nullopt, "", false, 1234};
+    const auto receipt = nlohmann::json::parse(receipt_json("", outcome));
+    EXPECT_EQ(receipt["status"], "cancelled");
+    EXPECT_EQ(receipt["count"], 1234);
+    EXPECT_EQ(receipt["id"], "") << "no message_id, as any command without one";
+    const auto plain = nlohmann::json::parse(receipt_json("a", {CommandStatus::paused}));
+    EXPECT_EQ(plain["status"], "paused");
+    EXPECT_FALSE(plain.contains("count"));
+}
+
+}  // namespace
+}  // namespace hourglass

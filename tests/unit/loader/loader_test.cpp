@@ -1398,10 +1398,10 @@ TEST_F(LoaderTest, publishes_a_burst_of_recurring_runs_at_their_due_time_and_mov
     loader_options.burst_min_runs = 10;
     std::mutex asked_mutex;
     std::vector<TimePoint> asked_at;  // the clock when each next run was computed
-    start(std::move(loader_options), [&](const ClaimedRun& run, TimePoint now) -> std::optional<TimePoint> {
+    start(std::move(loader_options), [&](const ClaimedRun& run, TimePoint now) -> AfterHandover {
         std::lock_guard lock(asked_mutex);
         asked_at.push_back(now);
-        return run.due_at + 60s;
+        return {.next_due = run.due_at + 60s};
     });
     ASSERT_TRUE(eventually([&] { return db.handed_over() == 30; }));
 

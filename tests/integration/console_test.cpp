@@ -148,6 +148,41 @@ TEST_F(Console, a_cancel_of_a_job_locked_by_another_transaction_says_so_at_once)
     EXPECT_EQ(job_state("console-locked"), "cancelled");
 }
 
+// Pause, resume and cancel by prefix from the console: the paths of their commands (§3.3), only
+// with the token; the count a cancel by prefix shows first is what it then cancels.
+TEST_F(Console, pauses_resumes_and_cancels_by_prefix_with_the_token) {
+    auto& process = start_hourglass({"--console-token", kToken});
+    schedule_what_the_console_shows();
+    const auto port = process.http_port();
+    const std::vector<std::pair<std::string, std::string>> token = {{"X-Hourglass-Token", kToken}};
+
+    EXPECT_EQ(http_post(port, "/api/pause?id=console-cron").status, 401);
+    const auto paused = http_post(port, "/api/pause?id=console-cron", token);
+    ASSERT_EQ(paused.status, 200) << paused.body;
+    EXPECT_EQ(json::parse(paused.body)["status"], "paused");
+    EXPECT_EQ(job_state("console-cron"), "paused");
+    const auto cron = get_json(port, "/api/cron");
+    ASSERT_EQ(cron.size(), 1u);
+    EXPECT_EQ(cron[0]["paused"], true);
+    const auto once = http_post(port, "/api/pause?id=console-a", token);
+    EXPECT_EQ(json::parse(once.body)["status"], "rejected") << "only recurring jobs pause";
+    const auto resumed = http_post(port, "/api/resume?id=console-cron", token);
+    EXPECT_EQ(json::parse(resumed.body)["status"], "resumed");
+    EXPECT_EQ(job_state("console-cron"), "pending");
+
+    const auto counted = get_json(port, "/api/cancel-prefix?prefix=console.orders.");
+    EXPECT_EQ(counted["count"], 2);
+    EXPECT_EQ(counted["more"], false);
+    EXPECT_EQ(http_get(port, "/api/cancel-prefix?prefix=").status, 400);
+    EXPECT_EQ(http_post(port, "/api/cancel-prefix?prefix=console.orders.").status, 401);
+    const auto cancelled = http_post(port, "/api/cancel-prefix?prefix=console.orders.", token);
+    ASSERT_EQ(cancelled.status, 200) << cancelled.body;
+    EXPECT_EQ(json::parse(cancelled.body)["count"], 2);
+    EXPECT_EQ(job_state("console-a"), "cancelled");
+    EXPECT_EQ(job_state("console-later"), "pending") << "another prefix";
+    EXPECT_EQ(get_json(port, "/api/cancel-prefix?prefix=console.orders.")["count"], 0);
+}
+
 TEST_F(Console, without_a_token_it_is_read_only) {
     auto& process = start_hourglass();
     Client client(amqp_url_);

@@ -139,7 +139,18 @@ async function refresh() {
     fillRows($("rejections").tBodies[0], rejections,
              r => [time(r.rejected_at), r.id, r.routing_key, r.reason]);
     fillRows($("cron").tBodies[0], cron,
-             c => [c.id, c.routing_key, c.cron, c.cron_tz, c.runs, c.next_runs.map(t => time(t)).join(", ")]);
+             c => [c.id, c.routing_key, c.cron, c.cron_tz, c.runs,
+                   c.paused ? "paused" : c.next_runs.map(t => time(t)).join(", "), ""]);
+    if (cancelEnabled) {
+      [...$("cron").tBodies[0].rows].forEach((tr, i) => {
+        if (!cron[i]) return;
+        const action = cron[i].paused ? "resume" : "pause";
+        const button = element("button", cron[i].paused ? "Resume" : "Pause");
+        button.className = "cron-" + action;
+        button.addEventListener("click", () => control(action, cron[i].id, $("cron-result")));
+        tr.cells[tr.cells.length - 1].appendChild(button);
+      });
+    }
     $("status").classList.remove("error");
   } catch (error) {
     $("status").textContent = "cannot read /api/: " + error.message;
@@ -178,23 +189,61 @@ function showJob(job) {
   }
   list.appendChild(body);
   container.appendChild(list);
-  if (cancelEnabled && job.state === "pending") {
-    const button = element("button", "Cancel this job");
-    button.id = "cancel-button";
-    button.addEventListener("click", () => cancelJob(job.id));
+  const result = element("p", "", "muted");
+  result.id = "cancel-result";
+  const addButton = (label, id, action) => {
+    const button = element("button", label);
+    button.id = id;
+    button.addEventListener("click", () => control(action, job.id, result));
     container.appendChild(button);
+  };
+  if (cancelEnabled && (job.state === "pending" || job.state === "paused")) {
+    addButton("Cancel this job", "cancel-button", "cancel");
+    if (job.cron) {
+      if (job.state === "paused") addButton("Resume", "resume-button", "resume");
+      else addButton("Pause", "pause-button", "pause");
+    }
   }
-  container.appendChild(element("p", "", "muted")).id = "cancel-result";
+  container.appendChild(result);
 }
 
-async function cancelJob(id) {
-  const response = await fetch("/api/cancel?id=" + encodeURIComponent(id), {
+// POSTs a change (cancel, pause, resume, cancel-prefix) with the token; shows the outcome.
+async function post(path, result) {
+  const response = await fetch(path, {
     method: "POST", headers: { "X-Hourglass-Token": $("token-input").value },
   });
   const body = await response.json();
-  $("cancel-result").textContent = response.ok ? "cancel: " + body.status : "refused: " + body.error;
-  $("cancel-result").className = response.ok ? "" : "error";
-  if (response.ok) await search($("search-input").value);
+  result.textContent = response.ok
+      ? body.status + (body.count !== undefined ? ": " + number(body.count) + " jobs" : "") +
+        (body.error ? " (" + body.error + ")" : "")
+      : "refused: " + body.error;
+  result.className = response.ok ? "" : "error";
+  return response.ok;
+}
+
+async function control(action, id, result) {
+  if (await post("/api/" + action + "?id=" + encodeURIComponent(id), result)) {
+    await search($("search-input").value);
+    await refresh();
+  }
+}
+
+// Cancel by prefix: count first, then a confirmation that names the count.
+async function cancelPrefix(prefix) {
+  const result = $("prefix-result");
+  try {
+    const counted = await getJson("/api/cancel-prefix?prefix=" + encodeURIComponent(prefix));
+    const many = number(counted.count) + (counted.more ? " or more" : "");
+    if (!window.confirm("Cancel " + many + " pending jobs whose routing key starts with \"" + prefix + "\"?")) {
+      result.textContent = "not cancelled";
+      return;
+    }
+    await post("/api/cancel-prefix?prefix=" + encodeURIComponent(prefix), result);
+    await search(prefix);
+  } catch (error) {
+    result.textContent = error.message;
+    result.className = "error";
+  }
 }
 
 async function search(text) {
@@ -210,12 +259,15 @@ async function search(text) {
     });
     if (!found.job && results.length === 0) $("search-message").textContent = "no job with this id or routing-key prefix";
     else if (!found.job) $("search-message").textContent = results.length + " jobs by routing-key prefix (click one)";
+    $("prefix-controls").hidden = !cancelEnabled || results.length === 0;
+    $("prefix-button").dataset.prefix = text;
   } catch (error) {
     $("search-message").textContent = error.message;
   }
 }
 
 document.addEventListener("DOMContentLoaded", () => {
+  $("prefix-button").addEventListener("click", () => cancelPrefix($("prefix-button").dataset.prefix));
   $("search-form").addEventListener("submit", event => {
     event.preventDefault();
     search($("search-input").value);

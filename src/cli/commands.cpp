@@ -19,6 +19,7 @@
 #include "http/http_server.hpp"
 #include "http/readiness.hpp"
 #include "http/stats_refresher.hpp"
+#include "ingest/sql_intake.hpp"
 #include "store/migrations.hpp"
 
 namespace hourglass::cli {
@@ -298,6 +299,16 @@ int run_service(const ServiceOptions& options) {
             }};
         ingest::run_ingest(ingest_options, link, stop.get_token());
     });
+    // Commands inserted into hourglass.commands by applications (reference §3.4).
+    std::jthread sql_intake_thread([&](std::stop_token) {
+        const ingest::SqlIntakeOptions sql_intake_options{.store = ingest_options.store,
+                                                          .names = ingest_options.names,
+                                                          .limits = ingest_options.limits,
+                                                          .horizon = ingest_options.horizon,
+                                                          .metrics = service_metrics};
+        const ingest::LoaderLink link{.wake = [&](TimePoint due) { loader.wake_for(due); }};
+        ingest::run_sql_intake(sql_intake_options, link, stop.get_token());
+    });
     // Runs with an x-hourglass-exchange target, released by the forward ladder.
     std::jthread forward_thread([&](std::stop_token) {
         name_this_thread("hg-forward");
@@ -314,6 +325,7 @@ int run_service(const ServiceOptions& options) {
     spdlog::info("hourglass running");
 
     ingest_thread.join();
+    sql_intake_thread.join();
     forward_thread.join();
     audit_thread = {};
     loader_thread.join();

@@ -36,7 +36,8 @@ namespace {
 constexpr std::array kStatuses = {CommandStatus::scheduled, CommandStatus::duplicate,
                                   CommandStatus::replaced,  CommandStatus::cancelled,
                                   CommandStatus::too_late,  CommandStatus::not_found,
-                                  CommandStatus::rejected};
+                                  CommandStatus::rejected,  CommandStatus::paused,
+                                  CommandStatus::resumed};
 
 template <std::size_t N>
 std::array<metrics::Counter*, N> add_status_counters(metrics::Registry& registry) {

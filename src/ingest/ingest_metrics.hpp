@@ -32,7 +32,7 @@ public:
     void set_waiting(std::size_t commands) noexcept { waiting_.set(static_cast<double>(commands)); }
 
   private:
-    static constexpr std::size_t kStatusCount = 7;
+    static constexpr std::size_t kStatusCount = 9;
 
     metrics::Counter& received_;
     metrics::Gauge& waiting_;

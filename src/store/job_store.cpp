@@ -10,6 +10,7 @@
 #include "common/mask.hpp"
 #include "common/text.hpp"
 #include "hourglass/properties_json.hpp"
+#include "store/apply_in.hpp"
 #include "store/errors.hpp"
 #include "store/job_rows.hpp"
 
@@ -359,6 +360,7 @@ void prepare_statements(pqxx::connection& c) {
     c.prepare("next_claimable_due",
               "SELECT floor(extract(epoch FROM min(due_at)) * 1000)::bigint FROM jobs "
               "WHERE state = 'pending' AND lease_owner IS NULL");
+    prepare_sql_command_statements(c);
 }
 
 CommandOutcome schedule_one(pqxx::work& tx, const ScheduleCommand& job) {
@@ -561,8 +563,8 @@ JobStore::JobStore(const StoreOptions& options)
 
 JobStore::~JobStore() = default;
 
-std::vector<CommandOutcome> JobStore::apply(std::span<const Command> commands,
-                                            const InsertClaimOffer* claims) {
+std::vector<CommandOutcome> apply_in(pqxx::work& tx, std::span<const Command> commands,
+                                     const InsertClaimOffer* claims) {
     std::vector<CommandOutcome> outcomes(commands.size());
     std::unordered_map<std::string, int> occurrences;
     for (const auto& command : commands) {
@@ -574,7 +576,6 @@ std::vector<CommandOutcome> JobStore::apply(std::span<const Command> commands,
         if (job && !job->replace && occurrences[job->id] == 1) bulk.push_back(i);
     }
 
-    pqxx::work tx(*connection_);
     // A job's row locked by another transaction (an operator's, left open) must not hold up
     // every command behind it: past this wait the batch fails as busy (store/errors.hpp) and
     // ingest applies the others while that command waits. The loader's and the audit's own
@@ -603,6 +604,13 @@ std::vector<CommandOutcome> JobStore::apply(std::span<const Command> commands,
             },
             commands[i].action);
     }
+    return outcomes;
+}
+
+std::vector<CommandOutcome> JobStore::apply(std::span<const Command> commands,
+                                            const InsertClaimOffer* claims) {
+    pqxx::work tx(*connection_);
+    auto outcomes = apply_in(tx, commands, claims);
     tx.commit();
     return outcomes;
 }

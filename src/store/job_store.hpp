@@ -18,6 +18,7 @@
 #include "store/claim_store.hpp"
 #include "store/command_store.hpp"
 #include "store/release_store.hpp"
+#include "store/sql_command_store.hpp"
 
 #include <pqxx/connection>
 
@@ -39,7 +40,7 @@ inline constexpr std::size_t kMaxRejectionReasonBytes = 1000;
 // grow the table without bound.
 inline constexpr std::size_t kKeptRejections = 100000;
 
-class JobStore final : public ClaimStore, public CommandStore, public ReleaseStore {
+class JobStore final : public ClaimStore, public CommandStore, public ReleaseStore, public SqlCommandStore {
 public:
     explicit JobStore(const StoreOptions& options);
     ~JobStore();
@@ -54,6 +55,11 @@ public:
     std::vector<CommandOutcome> apply(std::span<const Command> commands) {
         return apply(commands, nullptr);
     }
+
+    // The SQL intake (SqlCommandStore; sql_commands.cpp).
+    SqlCommandBatch take_sql_commands(
+        const SqlCommandLimits& limits,
+        const std::function<Command(const SqlCommandRow&)>& parse) override;
 
     // Claims pending runs due at or before `horizon_end` (and runs whose lease held by another
     // owner expired), earliest first and within `limit` (runs, and bytes of their bodies and

@@ -32,6 +32,22 @@ TEST(IngestMetrics, command_outcomes_count_by_status_and_rejections_by_reason) {
     EXPECT_EQ(parsed.value("hourglass_commands_rejected_total", {{"reason", "other"}}), 1);
 }
 
+// Every receipt status has its series: a status added to CommandStatus without one would index
+// past the counters.
+TEST(IngestMetrics, every_status_has_its_series) {
+    metrics::Registry registry;
+    IngestMetrics metrics(registry);
+    for (const auto status :
+         {CommandStatus::scheduled, CommandStatus::duplicate, CommandStatus::replaced,
+          CommandStatus::cancelled, CommandStatus::too_late, CommandStatus::not_found,
+          CommandStatus::rejected, CommandStatus::paused, CommandStatus::resumed}) {
+        metrics.count_outcomes({outcome(status)});
+        const auto parsed = prom::parse(registry.render_prometheus());
+        EXPECT_EQ(parsed.value("hourglass_commands_total", {{"status", std::string(to_string(status))}}), 1)
+            << to_string(status);
+    }
+}
+
 TEST(IngestMetrics, rejection_reasons_are_a_fixed_set_whatever_the_errors) {
     metrics::Registry registry;
     IngestMetrics metrics(registry);

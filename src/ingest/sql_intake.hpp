@@ -1,0 +1,47 @@
+// The SQL intake (reference §3.4): commands an application inserts into hourglass.commands in
+// its own transaction. Each row is turned into the message the same command would be on
+// <prefix>.in and parsed by the one parser (parse_command), with the same limits; the store
+// applies them, writes their receipts and deletes them in one transaction. A notification at
+// commit wakes the intake; it also polls.
+#pragma once
+
+#include <stop_token>
+#include <string>
+#include <variant>
+
+#include "hourglass/command.hpp"
+#include "hourglass/message.hpp"
+#include "hourglass/metrics.hpp"
+#include "ingest/ingest.hpp"
+#include "store/job_store.hpp"
+#include "store/sql_command_store.hpp"
+
+namespace hourglass::ingest {
+
+struct SqlIntakeOptions {
+    store::StoreOptions store;
+    delay::TopologyNames names;
+    CommandLimits limits;
+    std::size_t batch_size = 500;
+    Milliseconds horizon{60000};
+    // How often the intake looks for commands when no notification came.
+    Milliseconds poll{1000};
+    std::shared_ptr<metrics::ServiceMetrics> metrics = std::make_shared<metrics::ServiceMetrics>();
+};
+
+// The message a row stands for, or why it stands for none: properties and headers are plain
+// JSON (strings, integers, floats, booleans, null, arrays and objects nested at most
+// limits.max_header_depth deep); a value over its bound was not read.
+std::variant<Message, std::string> message_from_sql_row(const store::SqlCommandRow& row,
+                                                        const std::string& input_exchange,
+                                                        const CommandLimits& limits);
+
+// The command a row stands for: parse_command of its message, or a rejection. x-reply-to is
+// dropped: the receipt is the row in hourglass.command_receipts.
+Command command_from_sql_row(const store::SqlCommandRow& row, TimePoint taken_at,
+                             const CommandLimits& limits, const std::string& input_exchange);
+
+// Takes commands from hourglass.commands until `stop`, reconnecting with backoff.
+void run_sql_intake(const SqlIntakeOptions& options, const LoaderLink& loader, std::stop_token stop);
+
+}  // namespace hourglass::ingest

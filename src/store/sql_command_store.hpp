@@ -1,0 +1,59 @@
+// What the SQL intake needs from the store (reference §3.4): take committed commands from
+// hourglass.commands, apply them as ingest applies AMQP commands, and leave a receipt for each,
+// all in one transaction. store::JobStore implements it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "hourglass/command.hpp"
+
+namespace hourglass::store {
+
+// One row of hourglass.commands as read, each value bounded: a value over its bound is not
+// read at all (empty here, with its size), so a hostile row costs no more memory than that.
+struct SqlCommandRow {
+    std::int64_t id = 0;
+    std::string routing_key;  // its first 256 characters
+    std::optional<std::string> body;
+    std::size_t body_bytes = 0;
+    std::optional<std::string> properties;  // JSON text
+    std::optional<std::string> headers;     // JSON text
+    std::size_t properties_bytes = 0;
+    std::size_t headers_bytes = 0;
+};
+
+struct SqlCommandLimits {
+    std::size_t commands = 500;            // per transaction
+    std::size_t body_bytes = 1024 * 1024;  // --max-body: a longer body is not read
+    std::size_t json_bytes = 256 * 1024;   // properties or headers as JSON text
+};
+
+// What one take did: the commands and their outcomes (index for index), or nothing.
+struct SqlCommandBatch {
+    std::vector<Command> commands;
+    std::vector<CommandOutcome> outcomes;
+    // Another instance holds the intake (one takes at a time, so commands keep their order).
+    bool held_elsewhere = false;
+    // Commands left for the next take: their job's row is locked by another transaction.
+    std::size_t waiting = 0;
+    // There may be more commands to take at once (the take was full).
+    bool more = false;
+};
+
+class SqlCommandStore {
+public:
+    virtual ~SqlCommandStore() = default;
+    // Takes up to limits.commands of the oldest commands (by id), turns each into a command
+    // with `parse`, applies them, writes each one's receipt and deletes them, in one
+    // transaction. A command PostgreSQL refuses for its data is rejected with PostgreSQL's
+    // reason and the others applied; one whose job's row another transaction keeps locked stays
+    // for a later take, and so do the later commands of that job.
+    virtual SqlCommandBatch take_sql_commands(
+        const SqlCommandLimits& limits, const std::function<Command(const SqlCommandRow&)>& parse) = 0;
+};
+
+}  // namespace hourglass::store

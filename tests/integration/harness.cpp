@@ -159,6 +159,11 @@ HttpAnswer http_get(int port, const std::string& path) {
     return http_request(port, [&](httplib::Client& client) { return client.Get(path.c_str()); });
 }
 
+std::string with_user(const std::string& url, const std::string& user, const std::string& password) {
+    const auto scheme_end = url.find("://") + 3;
+    return url.substr(0, scheme_end) + user + ":" + password + url.substr(url.find('@'));
+}
+
 HttpAnswer http_post(int port, const std::string& path,
                      const std::vector<std::pair<std::string, std::string>>& headers) {
     return http_request(port, [&](httplib::Client& client) {

@@ -65,6 +65,8 @@ struct HttpAnswer {
 HttpAnswer http_get(int port, const std::string& path);
 // Polls `condition` every 100 ms until it holds or `timeout` passes.
 bool wait_for(const std::function<bool()>& condition, std::chrono::milliseconds timeout);
+// `url` (user:password@host...) with its user and password replaced.
+std::string with_user(const std::string& url, const std::string& user, const std::string& password);
 // POST http://127.0.0.1:<port><path> with an empty body and these headers.
 HttpAnswer http_post(int port, const std::string& path,
                      const std::vector<std::pair<std::string, std::string>>& headers = {});

@@ -33,12 +33,6 @@ std::vector<std::string> error_lines(const std::string& err) {
     return errors;
 }
 
-// `url` with its user and password replaced.
-std::string with_user(const std::string& url, const std::string& user, const std::string& password) {
-    const auto scheme_end = url.find("://") + 3;
-    return url.substr(0, scheme_end) + user + ":" + password + url.substr(url.find('@'));
-}
-
 // A regular expression matching `text` literally.
 std::string regex_quote(const std::string& text) {
     std::string out;
@@ -269,6 +263,56 @@ TEST_F(Permissions, hourglass_runs_with_exactly_the_documented_permissions) {
     pqxx::work tx(admin);
     tx.exec("DROP SCHEMA " + tx.quote_name(schema_) + " CASCADE");
     tx.commit();
+}
+
+// docs/operating.md "An application that schedules from SQL": with exactly the documented
+// grants, an application's role schedules in its own transaction and reads its receipt, and
+// reads or changes nothing else.
+TEST_F(Permissions, an_application_role_with_the_documented_grants_schedules_from_sql_and_reads_nothing_else) {
+    start_hourglass();
+    const auto app = schema_ + "_app";
+    const auto url = pg_role(app);
+    const auto schema = db_->quote_name(schema_);
+    const auto role = db_->quote_name(app);
+    sql("GRANT USAGE ON SCHEMA " + schema + " TO " + role);
+    sql("GRANT INSERT, SELECT (id) ON " + schema + ".commands TO " + role);
+    sql("GRANT SELECT ON " + schema + ".command_receipts TO " + role);
+
+    pqxx::connection connection(url);
+    std::int64_t command_id = 0;
+    {
+        pqxx::work tx(connection);
+        command_id = tx.exec1("INSERT INTO " + schema + ".commands (routing_key, properties, headers) "
+                              "VALUES ('app.remind', '{\"message_id\": \"app-1\"}', "
+                              "'{\"x-delay\": 600000}') RETURNING id")[0]
+                         .as<std::int64_t>();
+        tx.commit();
+    }
+    std::string status;
+    ASSERT_TRUE(wait_for(
+        [&] {
+            pqxx::work tx(connection);
+            const auto rows = tx.exec_params("SELECT status FROM " + schema +
+                                                 ".command_receipts WHERE command_id = $1",
+                                             command_id);
+            if (!rows.empty()) status = rows[0][0].as<std::string>();
+            return !rows.empty();
+        },
+        std::chrono::seconds{10}));
+    EXPECT_EQ(status, "scheduled");
+    EXPECT_EQ(job_state("app-1"), "pending");
+
+    for (const auto& forbidden :
+         {"SELECT count(*) FROM " + schema + ".jobs", "SELECT body FROM " + schema + ".commands",
+          "DELETE FROM " + schema + ".commands", "UPDATE " + schema + ".command_receipts SET status = 'x'",
+          "DELETE FROM " + schema + ".command_receipts"}) {
+        pqxx::work tx(connection);
+        try {
+            tx.exec(forbidden);
+            ADD_FAILURE() << "the application's role may: " << forbidden;
+        } catch (const pqxx::insufficient_privilege&) {
+        }
+    }
 }
 
 // Migration 005: the SECURITY DEFINER functions of the counters have an explicit search_path and

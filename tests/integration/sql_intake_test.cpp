@@ -1,0 +1,114 @@
+// The SQL intake end to end (reference §3.4): an application schedules in its own transaction
+// by inserting into hourglass.commands; a rollback schedules nothing; a hostile row is rejected
+// with its reason and holds up nothing behind it; a kill -9 in the middle loses and duplicates
+// nothing.
+#include <thread>
+
+#include "integration/harness.hpp"
+
+namespace hourglass::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+class SqlIntake : public HourglassTest {
+protected:
+    // Runs `statements` in one transaction with the schema on the search path; commits or not.
+    void transaction(const std::vector<std::string>& statements, bool commit) {
+        pqxx::work tx(*db_);
+        tx.exec("SET LOCAL search_path TO " + tx.quote_name(schema_));
+        for (const auto& statement : statements) tx.exec(statement);
+        if (commit) tx.commit();
+    }
+    int count(const std::string& query) { return sql(query)[0][0].as<int>(); }
+};
+
+// The application's own row and its reminder commit together, or neither does.
+TEST_F(SqlIntake, a_rollback_schedules_nothing_and_a_commit_schedules_with_its_own_change) {
+    start_hourglass();
+    Client client(amqp_url_);
+    client.subscribe(out_exchange(), "orders.#");
+    sql("CREATE TABLE orders (id text PRIMARY KEY)");
+    const auto order = [](const std::string& id) {
+        return std::vector<std::string>{
+            "INSERT INTO orders VALUES ('" + id + "')",
+            "INSERT INTO commands (routing_key, body, properties, headers) VALUES "
+            "('orders.remind', 'remind " + id + "', '{\"message_id\": \"remind-" + id +
+                "\"}', '{\"x-delay\": 500}')"};
+    };
+    transaction(order("rolled-back"), /*commit=*/false);
+    const auto committed_at = now_ms();
+    transaction(order("committed"), /*commit=*/true);
+
+    const auto released = client.receive(10s);
+    ASSERT_TRUE(released) << processes_.back()->log_tail();
+    EXPECT_EQ(released->message.body, "remind committed");
+    EXPECT_EQ(string_header(released->message, "x-hourglass-id"), "remind-committed");
+    EXPECT_LT(released->received_at - committed_at, 3s) << "taken at once (LISTEN/NOTIFY)";
+    EXPECT_FALSE(client.receive(2s)) << "the rolled-back command scheduled something";
+    EXPECT_EQ(count("SELECT count(*) FROM jobs"), 1);
+    EXPECT_EQ(count("SELECT count(*) FROM commands"), 0) << "taken commands are deleted";
+    const auto receipt = sql("SELECT job_id, status, due_at IS NOT NULL FROM command_receipts");
+    ASSERT_EQ(receipt.size(), 1u);
+    EXPECT_EQ(receipt[0][0].as<std::string>(), "remind-committed");
+    EXPECT_EQ(receipt[0][1].as<std::string>(), "scheduled");
+    EXPECT_TRUE(receipt[0][2].as<bool>());
+}
+
+// Every hostile row ends alone, rejected with the reason in its receipt and in the console's
+// list; the good commands around it are applied.
+TEST_F(SqlIntake, hostile_rows_are_rejected_with_their_reason_and_hold_up_nothing) {
+    start_hourglass({"--max-body", "1000"});
+    transaction({"INSERT INTO commands (routing_key, properties, headers) VALUES "
+                 "('a.good', '{\"message_id\": \"good-1\"}', '{\"x-delay\": 600000}'), "
+                 "('a.bad', '{\"bogus\": 1}', '{\"x-delay\": 600000}'), "
+                 "('a.bad', '{}', '{\"x-delay\": -5}'), "
+                 "('a.bad', '{}', '{\"x-cron\": \"61 * * * *\"}')",
+                 "INSERT INTO commands (routing_key, body, headers) VALUES "
+                 "('a.bad', decode(repeat('ab', 1000), 'hex'), '{\"x-delay\": 1}')",
+                 "INSERT INTO commands (routing_key, properties, headers) VALUES "
+                 "('a.good', '{\"message_id\": \"good-2\"}', '{\"x-delay\": 600000}')"},
+                /*commit=*/true);
+    ASSERT_TRUE(eventually("SELECT count(*) FROM command_receipts", "6"));
+    const auto receipts = sql("SELECT status, COALESCE(error, '') FROM command_receipts ORDER BY command_id");
+    ASSERT_EQ(receipts.size(), 6u);
+    EXPECT_EQ(receipts[0][0].as<std::string>(), "scheduled");
+    const std::vector<std::string> reasons = {"unknown property 'bogus'", "x-delay", "x-cron",
+                                              "body: 1000 bytes exceed --max-body"};
+    for (std::size_t i = 0; i < reasons.size(); ++i) {
+        EXPECT_EQ(receipts[i + 1][0].as<std::string>(), "rejected");
+        EXPECT_NE(receipts[i + 1][1].as<std::string>().find(reasons[i]), std::string::npos)
+            << receipts[i + 1][1].as<std::string>();
+    }
+    EXPECT_EQ(receipts[5][0].as<std::string>(), "scheduled");
+    EXPECT_EQ(job_state("good-1"), "pending");
+    EXPECT_EQ(job_state("good-2"), "pending");
+    EXPECT_EQ(count("SELECT count(*) FROM rejections"), 4) << "listed for the console";
+    EXPECT_EQ(count("SELECT count(*) FROM commands"), 0);
+}
+
+// Each take commits the jobs, the receipts and the deletion together: killed while taking
+// 20,000 commands without ids (each would get a new generated id if taken twice), hourglass
+// leaves exactly one job and one receipt per command once restarted.
+TEST_F(SqlIntake, a_kill_mid_intake_loses_and_duplicates_nothing) {
+    transaction({"INSERT INTO commands (routing_key, headers) SELECT 'bulk.' || i, "
+                 "'{\"x-delay\": 3600000}' FROM generate_series(1, 20000) AS i"},
+                /*commit=*/true);
+    auto& first = start_hourglass();
+    ASSERT_TRUE(wait_for([&] { return count("SELECT count(*) FROM command_receipts") > 0; }, 20s));
+    first.kill_hard();
+    const auto taken_before_kill = count("SELECT count(*) FROM command_receipts");
+    EXPECT_LT(taken_before_kill, 20000) << "killed after the intake was over: no test";
+    EXPECT_EQ(count("SELECT count(*) FROM jobs"), taken_before_kill);
+
+    start_hourglass();
+    ASSERT_TRUE(eventually("SELECT count(*) FROM commands", "0", 60s));
+    EXPECT_EQ(count("SELECT count(*) FROM jobs"), 20000);
+    EXPECT_EQ(count("SELECT count(*) FROM command_receipts"), 20000);
+    EXPECT_EQ(count("SELECT count(DISTINCT job_id) FROM command_receipts"), 20000);
+    EXPECT_EQ(count("SELECT count(DISTINCT routing_key) FROM jobs"), 20000)
+        << "each command became exactly one job";
+}
+
+}  // namespace
+}  // namespace hourglass::testing

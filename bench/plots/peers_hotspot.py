@@ -6,7 +6,7 @@ Reads the hotspot lines (spread 0) of peers run with their default options (line
 `hourglass_setting` or a `diagnosis` are left out), groups them by job count, and draws one
 bar per peer: the median drain (due instant to last job handled). BullMQ runs on Redis; it is
 drawn beside the broker of the batches it ran in, so a file should hold the batches of one
-broker (see docs/benchmarks.md).
+broker (see bench/journal/2026-11-22-to-12-04.md).
 """
 import json
 import re

@@ -101,7 +101,7 @@ void audit_session(const AuditOptions& options, const AuditSeams& seams, AuditMe
         // The pace at which the batch's runs were due, not at which its copies came: copies that
         // waited in the socket while the last record ran come all at once, and taking that for
         // a burst held a steady load's copies for seconds and recorded them in one statement
-        // that took the CPU the broker needed to release on time (docs/benchmarks.md).
+        // that took the CPU the broker needed to release on time (bench/journal/2026-11-22-to-12-04.md).
         const auto [earliest, latest] = std::minmax_element(
             batch.begin(), batch.end(), [](const auto& a, const auto& b) { return a.due < b.due; });
         const auto span = std::max<Clock::duration>(

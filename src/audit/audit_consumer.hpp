@@ -28,7 +28,7 @@ struct AuditOptions {
     // A record costs PostgreSQL a transaction of five statements whatever its size (eight
     // before they were folded): at 1,000 runs/s a batch every 20 ms cost it 8 s more CPU per
     // 60,000 runs than one every 100 ms, CPU the broker needed to release on time
-    // (docs/benchmarks.md). `done` shows that much later; `released_at` is each copy's
+    // (bench/journal/2026-11-22-to-12-04.md). `done` shows that much later; `released_at` is each copy's
     // arrival all the same.
     Milliseconds batch_wait{100};
     // A burst: the last batch recorded at least `burst_runs_per_second` runs per second of the

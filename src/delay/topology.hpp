@@ -11,7 +11,7 @@
 // therefore not a binding of the output exchange, whose alternate exchange still fires.
 // Fanout and direct exchanges route by a hash lookup: a topic exchange in this place (bound on
 // `#` and on the audit key) cost the broker about 10 us more per release on RabbitMQ 3.10,
-// a fifth of a 100,000 hotspot's drain (docs/benchmarks.md).
+// a fifth of a 100,000 hotspot's drain (bench/journal/2026-11-22-to-12-04.md).
 //
 // Release groups: runs the loader publishes together into one delay queue with one due time
 // leave it in publish order (one TTL, first in first out), so the release of the group's last

@@ -19,7 +19,7 @@
 namespace hourglass::http {
 
 // Since migration 004 the view reads counters and indexes, not the whole table (before it, one
-// read took 3.7–7 s at 10 M jobs; docs/benchmarks.md). As a guard against whatever a read
+// read took 3.7–7 s at 10 M jobs; bench/journal/2026-11-22-to-12-04.md). As a guard against whatever a read
 // still costs (the lateness percentiles of a very busy hour), the refresher waits at least
 // kStatsReadShare times a part's last read before it reads that part again, so neither part
 // of the view takes more than 1/kStatsReadShare of PostgreSQL's time.

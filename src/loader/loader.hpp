@@ -50,18 +50,18 @@ namespace hourglass::loader {
 
 // Publishes awaiting a broker confirm, per instance (--max-unconfirmed). 4,096 rather than 256:
 // a hotspot of 100,000 was handed over faster in five of six alternating pairs on RabbitMQ
-// 4.3.6 and in three of three on 3.10.8 (docs/benchmarks.md "The loader's confirm window").
+// 4.3.6 and in three of three on 3.10.8 (bench/journal/2026-11-22-to-12-04.md "The loader's confirm window").
 // Memory stays bounded by max_in_memory_bytes, which counts the runs in flight.
 inline constexpr std::size_t kDefaultMaxUnconfirmed = 4096;
 // Claimed runs waiting for their publish time or a confirm (--max-in-memory-runs). Every run of
 // a burst waits for the same 1 s rung, so this is also the hand-over rate of a hotspot, a
 // second: 30,000 lets a 5 s horizon carry 100,000 due at one instant (20,000 did not), at an
-// RSS peak of 62-71 MB; 50,000 reached 107-130 MB (docs/benchmarks.md).
+// RSS peak of 62-71 MB; 50,000 reached 107-130 MB (bench/journal/2026-11-22-to-12-04.md).
 inline constexpr std::size_t kDefaultMaxInMemoryRuns = 30000;
 // Burst release. RabbitMQ dead-letters without flow control: every delay queue holding a burst
 // expires its share at once, and a consumer's queue that receives such a flood faster than it
 // delivers falls behind for the whole burst (three times slower on RabbitMQ 4.3 than on 3.10;
-// docs/benchmarks.md). The loader's own publishes to that queue are paced by the broker's
+// bench/journal/2026-11-22-to-12-04.md). The loader's own publishes to that queue are paced by the broker's
 // credit flow instead. So the runs of an instant shared by at least kBurstMinRuns runs
 // (one-shot or recurring), claimed at once or over several claims (a hotspot), are held in memory until
 // their due time and published straight to the release exchange (targeted runs: to the
@@ -70,7 +70,7 @@ inline constexpr std::size_t kDefaultMaxInMemoryRuns = 30000;
 // bounds above. The rest of a burst stays in the store until a ladder step before its
 // instant: part of a burst through the delay queues floods the consumer's queue as much as
 // all of it. 100,000 due at one instant drained in 5.02 s against 7.40 s through the delay
-// queues on RabbitMQ 4.3.6 (medians, docs/benchmarks.md "Burst release").
+// queues on RabbitMQ 4.3.6 (medians, bench/journal/2026-11-22-to-12-04.md "Burst release").
 inline constexpr std::size_t kDefaultMaxBurstRuns = 20000;
 inline constexpr std::size_t kMaxBurstBytes = 16u << 20;
 inline constexpr std::size_t kBurstMinRuns = 500;

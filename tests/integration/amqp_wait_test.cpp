@@ -1,7 +1,7 @@
 // amqp::Connection::next_event waits without burning CPU, also for less than a millisecond.
 // rabbitmq-c alone rounds a wait down to whole milliseconds, so a wait under 1 ms returns at
 // once; the loader's publisher waits at most 1 ms for confirms, so at 1,000 jobs/s it spun
-// ~20,000 times a second (found by the benchmarks: scripts/bench, docs/benchmarks.md).
+// ~20,000 times a second (found by the benchmarks: scripts/bench, bench/journal/2026-11-22-to-12-04.md).
 // Without the fix this loop makes ~100,000+ calls instead of ~440.
 #include <gtest/gtest.h>
 #include <time.h>

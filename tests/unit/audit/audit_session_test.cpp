@@ -466,7 +466,7 @@ TEST_F(AuditSessionTest, in_a_burst_a_batch_of_prefetch_copies_is_recorded_at_on
 // once, but their runs were due at a steady pace: that is no burst, and the copy that follows
 // is recorded batch_wait after it came, not held until copies stop coming. Taken for a burst,
 // a steady 1,000 runs/s was recorded 10,000 runs at a time, and the broker released late
-// while PostgreSQL ran those statements (docs/benchmarks.md).
+// while PostgreSQL ran those statements (bench/journal/2026-11-22-to-12-04.md).
 TEST_F(AuditSessionTest, copies_that_queued_up_are_no_burst_when_their_runs_were_due_apart) {
     options.batch_wait = 20ms;
     options.burst_runs_per_second = 1000;

@@ -21,16 +21,19 @@ protected:
     // An application's role with the grants of docs/operating.md ("An application that
     // schedules from SQL") and a schema of its own for its table; the example's environment.
     std::string sql_environment() {
-        app_role_ = schema_ + "_orders";
+        const auto name = schema_ + "_orders";
         {
             pqxx::connection admin(admin_pg_url_);
             pqxx::work tx(admin);
-            const auto role = tx.quote_name(app_role_);
-            tx.exec("CREATE ROLE " + role + " LOGIN PASSWORD " + tx.quote("secret-" + app_role_));
+            const auto role = tx.quote_name(name);
+            tx.exec("CREATE ROLE " + role + " LOGIN PASSWORD " + tx.quote("secret-" + name));
             tx.exec("GRANT CONNECT ON DATABASE " + tx.quote_name(admin.dbname()) + " TO " + role);
+            // So the administrator may create a schema owned by it (and drop it afterwards).
+            tx.exec("GRANT " + role + " TO CURRENT_USER");
             tx.exec("CREATE SCHEMA " + role + " AUTHORIZATION " + role);  // first on its search_path
             tx.commit();
         }
+        app_role_ = name;
         const auto schema = db_->quote_name(schema_);
         const auto role = db_->quote_name(app_role_);
         sql("GRANT USAGE ON SCHEMA " + schema + " TO " + role);

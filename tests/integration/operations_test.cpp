@@ -274,7 +274,7 @@ TEST_F(Operations, names_its_threads_after_the_pipeline_stages) {
         },
         std::chrono::seconds{10}));
     for (const auto* stage : {"hg-ingest", "hg-loader-claim", "hg-loader-rec", "hg-loader-pub",
-                              "hg-heartbeat", "hg-audit", "hg-forward", "hg-signals"}) {
+                              "hg-heartbeat", "hg-audit", "hg-forward", "hg-signals", "hg-sql-intake"}) {
         EXPECT_EQ(names.count(stage), 1u) << stage;
     }
 }

@@ -98,11 +98,17 @@ struct HourLateness {
 
 // The hourglass.stats view (reference §8): the counts of hourglass.stats_counts and the
 // lateness of hourglass.stats_lateness.
+inline constexpr std::int64_t kSqlCommandsCountCap = 100000;
+
 struct Stats {
     std::int64_t pending = 0;
     std::int64_t enqueued = 0;
     std::int64_t done = 0;
     std::int64_t cancelled = 0;
+    std::int64_t paused = 0;  // recurring jobs paused (x-pause)
+    // Commands applications inserted into hourglass.commands that the SQL intake has not taken
+    // yet, counted up to kSqlCommandsCountCap + 1.
+    std::int64_t sql_commands_waiting = 0;
     std::int64_t oldest_pending_lag_ms = 0;
     std::optional<TimePoint> next_due_at;
     HourLateness lateness;

@@ -38,9 +38,7 @@ constexpr std::chrono::seconds kParkedCheck{5};
 
 AuditSeams with_defaults(AuditSeams seams) {
     if (!seams.open_store) {
-        seams.open_store = [](const store::StoreOptions& store_options) {
-            return std::make_unique<store::JobStore>(store_options);
-        };
+        seams.open_store = store::open_release_store;
     }
     if (!seams.open_feed) {
         seams.open_feed = [](const AuditOptions& options) {

@@ -13,7 +13,7 @@
 #include "audit/release_feed.hpp"
 #include "delay/topology.hpp"
 #include "hourglass/metrics.hpp"
-#include "store/job_store.hpp"
+#include "store/store_options.hpp"
 #include "store/release_store.hpp"
 
 namespace hourglass::audit {

@@ -20,6 +20,7 @@
 #include "http/readiness.hpp"
 #include "http/stats_refresher.hpp"
 #include "ingest/sql_intake.hpp"
+#include "store/job_store.hpp"
 #include "store/migrations.hpp"
 
 namespace hourglass::cli {
@@ -129,6 +130,11 @@ int run_status(const ServiceOptions& options) {
               << row("enqueued", std::to_string(stats.enqueued))
               << row("done", std::to_string(stats.done))
               << row("cancelled", std::to_string(stats.cancelled))
+              << row("paused", std::to_string(stats.paused))
+              << row("sql commands waiting",
+                     stats.sql_commands_waiting > kSqlCommandsCountCap
+                         ? "more than " + std::to_string(kSqlCommandsCountCap)
+                         : std::to_string(stats.sql_commands_waiting))
               << row("oldest pending lag", std::to_string(stats.oldest_pending_lag_ms) + " ms")
               << row("next due", stats.next_due_at ? format_rfc3339_ms(*stats.next_due_at) : "-")
               << row("lateness, last hour",

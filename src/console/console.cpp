@@ -42,6 +42,8 @@ json summary_json(const std::optional<http::StatsRefresher::Reading>& reading) {
             {"enqueued", stats.enqueued},
             {"done", stats.done},
             {"cancelled", stats.cancelled},
+            {"paused", stats.paused},
+            {"sql_commands_waiting", stats.sql_commands_waiting},
             {"oldest_pending_lag_ms", stats.oldest_pending_lag_ms},
             {"next_due_at", stats.next_due_at ? json(format_rfc3339_ms(*stats.next_due_at))
                                               : json(nullptr)},

@@ -28,7 +28,7 @@
 
 #include "hourglass/command.hpp"
 #include "http/stats_refresher.hpp"
-#include "store/job_store.hpp"
+#include "store/store_options.hpp"
 
 namespace httplib {
 class Server;

@@ -8,7 +8,6 @@
 
 #include "common/retry.hpp"
 #include "common/thread_name.hpp"
-#include "store/migrations.hpp"
 
 namespace hourglass::http {
 
@@ -34,6 +33,11 @@ StatsRefresher::StatsRefresher(store::StoreOptions store, metrics::ServiceMetric
       jobs_enqueued_(add_jobs_gauge(metrics.registry(), "enqueued")),
       jobs_done_(add_jobs_gauge(metrics.registry(), "done")),
       jobs_cancelled_(add_jobs_gauge(metrics.registry(), "cancelled")),
+      jobs_paused_(add_jobs_gauge(metrics.registry(), "paused")),
+      sql_commands_waiting_(metrics.registry().add_gauge(
+          "hourglass_sql_commands_waiting",
+          "Commands in hourglass.commands the SQL intake has not taken yet (counted up to "
+          "100,001).")),
       oldest_pending_lag_seconds_(metrics.registry().add_gauge(
           "hourglass_oldest_pending_lag_seconds",
           "How overdue the oldest overdue pending job is (0 if none), from the stats view.")) {
@@ -77,17 +81,16 @@ Milliseconds StatsReadPace::wait(Clock::time_point now) const {
 
 void StatsRefresher::refresh_until_stopped(std::stop_token stop) {
     using Clock = StatsReadPace::Clock;
-    std::unique_ptr<store::JobStore> store;
+    std::unique_ptr<store::StatsStore> store;
     StatsReadPace pace(interval_);
     HourLateness lateness;
     std::optional<TimePoint> lateness_read_at;
     Milliseconds wait{0};
     do {
         try {
-            if (!store) store = std::make_unique<store::JobStore>(store_options_);
+            if (!store) store = store::open_stats_store(store_options_);
             // First: /readyz needs only this, whatever the reads below cost.
-            metrics_.set_migrations_current(
-                store::migrations_current(store->connection(), store_options_.schema));
+            metrics_.set_migrations_current(store->migrations_current());
             auto started = Clock::now();
             store->fold_job_counts();
             auto stats = store->stats_counts();
@@ -96,6 +99,8 @@ void StatsRefresher::refresh_until_stopped(std::stop_token stop) {
             jobs_enqueued_.set(static_cast<double>(stats.enqueued));
             jobs_done_.set(static_cast<double>(stats.done));
             jobs_cancelled_.set(static_cast<double>(stats.cancelled));
+            jobs_paused_.set(static_cast<double>(stats.paused));
+            sql_commands_waiting_.set(static_cast<double>(stats.sql_commands_waiting));
             oldest_pending_lag_seconds_.set(static_cast<double>(stats.oldest_pending_lag_ms) / 1000.0);
             instances_alive_.set(static_cast<double>(store->live_instances(silent_for_)));
             stats.lateness = lateness;  // the last read, until the next one is due

@@ -14,7 +14,7 @@
 
 #include "hourglass/metrics.hpp"
 #include "hourglass/time.hpp"
-#include "store/job_store.hpp"
+#include "store/upkeep_store.hpp"
 
 namespace hourglass::http {
 
@@ -84,6 +84,8 @@ private:
     metrics::Gauge& jobs_enqueued_;
     metrics::Gauge& jobs_done_;
     metrics::Gauge& jobs_cancelled_;
+    metrics::Gauge& jobs_paused_;
+    metrics::Gauge& sql_commands_waiting_;
     metrics::Gauge& oldest_pending_lag_seconds_;
     mutable std::mutex latest_mutex_;
     std::optional<Reading> latest_;

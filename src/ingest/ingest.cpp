@@ -489,9 +489,7 @@ Message rejected_message(const Message& command, const std::string& exchange,
 void run_ingest(const IngestOptions& options, const LoaderLink& loader, std::stop_token stop,
                 IngestSeams seams) {
     if (!seams.open_store) {
-        seams.open_store = [](const store::StoreOptions& store_options) {
-            return std::make_unique<store::JobStore>(store_options);
-        };
+        seams.open_store = store::open_command_store;
     }
     if (!seams.open_channel) {
         seams.open_channel = [](const IngestOptions& ingest_options) {

@@ -21,7 +21,7 @@
 #include "hourglass/metrics.hpp"
 #include "ingest/command_channel.hpp"
 #include "store/command_store.hpp"
-#include "store/job_store.hpp"
+#include "store/store_options.hpp"
 
 namespace hourglass::ingest {
 

@@ -4,7 +4,6 @@
 
 #include <limits>
 #include <nlohmann/json.hpp>
-#include <pqxx/pqxx>
 
 #include "common/log_budget.hpp"
 #include "common/retry.hpp"
@@ -17,6 +16,9 @@ namespace hourglass::ingest {
 using nlohmann::json;
 
 namespace {
+
+// How often a wait for commands looks whether the intake should stop.
+constexpr Milliseconds kStopCheck{100};
 
 // Thrown for a row that stands for no message; the text names the column and value at fault.
 struct BadRow {
@@ -136,25 +138,9 @@ private:
     metrics::Counter& rejected_;
 };
 
-// Wakes the intake when a transaction that inserted commands into this schema commits.
-class CommandsInserted final : public pqxx::notification_receiver {
-public:
-    CommandsInserted(pqxx::connection_base& connection, std::string schema)
-        : pqxx::notification_receiver(connection, "hourglass_commands"), schema_(std::move(schema)) {}
-    void operator()(const std::string& payload, int) override {
-        if (payload == schema_) arrived_ = true;
-    }
-    bool take() noexcept { return std::exchange(arrived_, false); }
-
-private:
-    std::string schema_;
-    bool arrived_ = false;
-};
-
 void intake_session(const SqlIntakeOptions& options, const LoaderLink& loader,
                     SqlIntakeMetrics& metrics, std::stop_token stop) {
-    store::JobStore store(options.store);
-    CommandsInserted inserted(store.connection(), options.store.schema);
+    const auto store = store::open_sql_command_store(options.store);
     const store::SqlCommandLimits limits{.commands = options.batch_size,
                                          .body_bytes = options.limits.max_body_bytes,
                                          .json_bytes = store::SqlCommandLimits{}.json_bytes};
@@ -162,7 +148,7 @@ void intake_session(const SqlIntakeOptions& options, const LoaderLink& loader,
     spdlog::info("SQL intake: taking commands from {}.commands", options.store.schema);
     while (!stop.stop_requested()) {
         const auto taken_at = std::chrono::time_point_cast<Milliseconds>(std::chrono::system_clock::now());
-        const auto batch = store.take_sql_commands(limits, [&](const store::SqlCommandRow& row) {
+        const auto batch = store->take_sql_commands(limits, [&](const store::SqlCommandRow& row) {
             return command_from_sql_row(row, taken_at, options.limits, options.names.input);
         });
         metrics.count(batch.outcomes);
@@ -186,10 +172,10 @@ void intake_session(const SqlIntakeOptions& options, const LoaderLink& loader,
         }
         if (batch.more && !batch.held_elsewhere && batch.waiting == 0) continue;
         // Wait for a commit's notification, or the poll; a notification that came during the
-        // take is already queued and ends the wait at once.
+        // take ends the wait at once. In slices, so that a stop is seen within one.
         const auto until = std::chrono::steady_clock::now() + options.poll;
-        while (!stop.stop_requested() && !inserted.take() && std::chrono::steady_clock::now() < until) {
-            store.connection().await_notification(0, 100000);
+        while (!stop.stop_requested() && std::chrono::steady_clock::now() < until &&
+               !store->wait_for_commands(kStopCheck)) {
         }
     }
 }

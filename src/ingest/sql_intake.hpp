@@ -13,7 +13,6 @@
 #include "hourglass/message.hpp"
 #include "hourglass/metrics.hpp"
 #include "ingest/ingest.hpp"
-#include "store/job_store.hpp"
 #include "store/sql_command_store.hpp"
 
 namespace hourglass::ingest {

@@ -40,9 +40,7 @@ LoaderOptions checked(LoaderOptions options) {
 
 LoaderSeams with_defaults(LoaderSeams seams, const LoaderOptions& options) {
     if (!seams.open_store) {
-        seams.open_store = [](const store::StoreOptions& store_options) {
-            return std::make_unique<store::JobStore>(store_options);
-        };
+        seams.open_store = store::open_claim_store;
     }
     if (!seams.open_channel) {
         seams.open_channel = [amqp_options = options.amqp] { return open_release_channel(amqp_options); };

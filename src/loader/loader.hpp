@@ -44,7 +44,7 @@
 #include "loader/loader_metrics.hpp"
 #include "loader/release_channel.hpp"
 #include "store/claim_store.hpp"
-#include "store/job_store.hpp"
+#include "store/store_options.hpp"
 
 namespace hourglass::loader {
 

@@ -42,10 +42,10 @@ Pruner::Pruner(RetentionOptions options, metrics::Registry& registry)
 Pruner::~Pruner() = default;  // the jthread asks the loop to stop and joins it
 
 void Pruner::prune_until_stopped(std::stop_token stop) {
-    std::unique_ptr<store::JobStore> store;
+    std::unique_ptr<store::RetentionStore> store;
     do {
         try {
-            if (!store) store = std::make_unique<store::JobStore>(options_.store);
+            if (!store) store = store::open_retention_store(options_.store);
             if (!options_.keep_ended_jobs) {
                 const auto deleted = prune_round(
                     [&](std::size_t limit) { return store->prune_ended(options_.retention, limit); },
@@ -60,6 +60,13 @@ void Pruner::prune_until_stopped(std::stop_token stop) {
                     return store->prune_rejections(rejection_age, store::kKeptRejections, limit);
                 },
                 options_, stop);
+            if (!options_.keep_ended_jobs) {
+                prune_round(
+                    [&](std::size_t limit) -> std::optional<std::size_t> {
+                        return store->prune_receipts(options_.retention, limit);
+                    },
+                    options_, stop);
+            }
             table_bytes_.set(static_cast<double>(store->table_bytes()));
         } catch (const std::exception& error) {
             // The pipeline components report lost connections; a failed round is retried.

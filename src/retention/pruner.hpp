@@ -15,7 +15,7 @@
 
 #include "hourglass/metrics.hpp"
 #include "hourglass/time.hpp"
-#include "store/job_store.hpp"
+#include "store/upkeep_store.hpp"
 
 namespace hourglass::retention {
 

@@ -5,6 +5,8 @@
 #include <pqxx/pqxx>
 
 #include <span>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "hourglass/command.hpp"
@@ -19,5 +21,21 @@ std::vector<CommandOutcome> apply_in(pqxx::work& tx, std::span<const Command> co
 
 // Prepares the SQL intake's statements (sql_commands.cpp) on a JobStore's connection.
 void prepare_sql_command_statements(pqxx::connection& connection);
+
+// Notes the commits of transactions that inserted commands into `schema` (migration 018's
+// trigger notifies on one channel for every schema, with the schema as the payload).
+class CommandsInserted final : public pqxx::notification_receiver {
+public:
+    CommandsInserted(pqxx::connection_base& connection, std::string schema)
+        : pqxx::notification_receiver(connection, "hourglass_commands"), schema_(std::move(schema)) {}
+    void operator()(const std::string& payload, int) override {
+        if (payload == schema_) arrived_ = true;
+    }
+    bool take() noexcept { return std::exchange(arrived_, false); }
+
+private:
+    std::string schema_;
+    bool arrived_ = false;
+};
 
 }  // namespace hourglass::store

@@ -3,6 +3,10 @@
 // lease renewal, takeover and give-back decisions are tested without a database.
 #pragma once
 
+#include <memory>
+
+#include "store/store_options.hpp"
+
 #include <chrono>
 #include <limits>
 #include <optional>
@@ -78,5 +82,8 @@ public:
     // Unregisters `owner` (a clean stop).
     virtual void leave(const std::string& owner) = 0;
 };
+
+// The store the loader uses, over a connection of its own (throws when PostgreSQL is out of reach).
+std::unique_ptr<ClaimStore> open_claim_store(const StoreOptions& options);
 
 }  // namespace hourglass::store

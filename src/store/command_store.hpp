@@ -3,6 +3,10 @@
 // fake, so ack-after-commit and the handling of refusals are tested without a database.
 #pragma once
 
+#include <memory>
+
+#include "store/store_options.hpp"
+
 #include <span>
 #include <string>
 #include <vector>
@@ -32,5 +36,8 @@ public:
     // Keeps rejections for the console's list of recent ones.
     virtual void record_rejections(const std::vector<RecordedRejection>& rejections) = 0;
 };
+
+// The store ingest uses, over a connection of its own (throws when PostgreSQL is out of reach).
+std::unique_ptr<CommandStore> open_command_store(const StoreOptions& options);
 
 }  // namespace hourglass::store

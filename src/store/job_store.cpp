@@ -13,6 +13,7 @@
 #include "store/apply_in.hpp"
 #include "store/errors.hpp"
 #include "store/job_rows.hpp"
+#include "store/migrations.hpp"
 
 namespace hourglass::store {
 
@@ -323,9 +324,11 @@ void prepare_statements(pqxx::connection& c) {
     c.prepare("live_instances",
               "SELECT count(*) FROM instances "
               "WHERE heartbeat_at >= now() - $1 * interval '1 millisecond'");
+    // The SQL intake's backlog, counted up to a bound (its primary key: a read of the index).
     constexpr const char* kCountColumns =
         "pending, enqueued, done, cancelled, oldest_pending_lag_ms, "
-        "floor(extract(epoch FROM next_due_at) * 1000)::bigint";
+        "floor(extract(epoch FROM next_due_at) * 1000)::bigint, paused, "
+        "(SELECT count(*) FROM (SELECT 1 FROM commands LIMIT 100001) AS waiting)";
     constexpr const char* kLatenessColumns = "lateness_p50_ms, lateness_p99_ms, lateness_max_ms";
     c.prepare("stats", std::string("SELECT ") + kCountColumns + ", " + kLatenessColumns +
                            " FROM stats");
@@ -356,6 +359,11 @@ void prepare_statements(pqxx::connection& c) {
               "x.routing_key, x.reason FROM jsonb_to_recordset($1::jsonb) "
               "AS x(job_id text, routing_key text, reason text)");
     c.prepare("count_prunable", std::string("SELECT count(*) FROM jobs WHERE ") + kEndedBefore);
+    // The SQL intake's receipts (migration 018), the oldest first, by command_receipts_decided_at.
+    c.prepare("prune_receipts",
+              "DELETE FROM command_receipts WHERE command_id IN (SELECT command_id FROM "
+              "command_receipts WHERE decided_at < now() - $1 * interval '1 millisecond' "
+              "ORDER BY decided_at LIMIT $2)");
     c.prepare("table_bytes", "SELECT pg_total_relation_size('jobs')");
     c.prepare("next_claimable_due",
               "SELECT floor(extract(epoch FROM min(due_at)) * 1000)::bigint FROM jobs "
@@ -557,7 +565,7 @@ std::unique_ptr<pqxx::connection> connect(const StoreOptions& options) {
 }
 
 JobStore::JobStore(const StoreOptions& options)
-    : connection_(connect(options)), counted_open_(options.open_connections) {
+    : connection_(connect(options)), counted_open_(options.open_connections), schema_(options.schema) {
     prepare_statements(*connection_);
 }
 
@@ -912,7 +920,7 @@ RecordedParked JobStore::record_parked_releases() {
 }
 
 namespace {
-constexpr int kCountFields = 6;  // the columns of kCountColumns, then those of kLatenessColumns
+constexpr int kCountFields = 8;  // the columns of kCountColumns, then those of kLatenessColumns
 
 Stats counts_of(const pqxx::row& row) {
     Stats stats;
@@ -922,6 +930,8 @@ Stats counts_of(const pqxx::row& row) {
     stats.cancelled = row[3].as<std::int64_t>();
     stats.oldest_pending_lag_ms = row[4].as<std::int64_t>();
     stats.next_due_at = optional_time_of(row[5]);
+    stats.paused = row[6].as<std::int64_t>();
+    stats.sql_commands_waiting = row[7].as<std::int64_t>();
     return stats;
 }
 
@@ -976,6 +986,42 @@ std::size_t JobStore::prune_rejections(std::optional<Milliseconds> retention, st
                                          static_cast<long>(limit), static_cast<long>(keep));
     tx.commit();
     return static_cast<std::size_t>(result.affected_rows());
+}
+
+std::size_t JobStore::prune_receipts(Milliseconds retention, std::size_t limit) {
+    pqxx::work tx(*connection_);
+    tx.exec("SET LOCAL statement_timeout = '5s'");
+    tx.exec("SET LOCAL lock_timeout = '1s'");
+    const auto result = tx.exec_prepared("prune_receipts", static_cast<long long>(retention.count()),
+                                         static_cast<long>(limit));
+    tx.commit();
+    return static_cast<std::size_t>(result.affected_rows());
+}
+
+bool JobStore::migrations_current() { return store::migrations_current(*connection_, schema_); }
+
+std::unique_ptr<CommandStore> open_command_store(const StoreOptions& options) {
+    return std::make_unique<JobStore>(options);
+}
+
+std::unique_ptr<ClaimStore> open_claim_store(const StoreOptions& options) {
+    return std::make_unique<JobStore>(options);
+}
+
+std::unique_ptr<ReleaseStore> open_release_store(const StoreOptions& options) {
+    return std::make_unique<JobStore>(options);
+}
+
+std::unique_ptr<SqlCommandStore> open_sql_command_store(const StoreOptions& options) {
+    return std::make_unique<JobStore>(options);
+}
+
+std::unique_ptr<StatsStore> open_stats_store(const StoreOptions& options) {
+    return std::make_unique<JobStore>(options);
+}
+
+std::unique_ptr<RetentionStore> open_retention_store(const StoreOptions& options) {
+    return std::make_unique<JobStore>(options);
 }
 
 std::int64_t JobStore::live_instances(Milliseconds silent_for) {

@@ -19,28 +19,24 @@
 #include "store/command_store.hpp"
 #include "store/release_store.hpp"
 #include "store/sql_command_store.hpp"
+#include "store/store_options.hpp"
+#include "store/upkeep_store.hpp"
 
 #include <pqxx/connection>
 
 namespace hourglass::store {
 
-struct StoreOptions {
-    std::string pg_url;
-    std::string schema = "hourglass";
-    // Counts a JobStore's connection while it is open (hourglass_connected, /readyz); may be null.
-    metrics::Gauge* open_connections = nullptr;
-    // A background reader (the stats refresher) runs without parallel workers, so its scan of
-    // a large table takes one core, not every core the loader and ingest need, and without JIT,
-    // which spent 2.4 of the 3.6 s of one read at 10 M jobs compiling the same plan again.
-    bool background = false;
-};
+class CommandsInserted;
+
 
 inline constexpr std::size_t kMaxRejectionReasonBytes = 1000;
-// The newest rejections retention keeps whatever their age, so a flood of bad commands cannot
-// grow the table without bound.
-inline constexpr std::size_t kKeptRejections = 100000;
 
-class JobStore final : public ClaimStore, public CommandStore, public ReleaseStore, public SqlCommandStore {
+class JobStore final : public ClaimStore,
+                       public CommandStore,
+                       public ReleaseStore,
+                       public SqlCommandStore,
+                       public StatsStore,
+                       public RetentionStore {
 public:
     explicit JobStore(const StoreOptions& options);
     ~JobStore();
@@ -60,6 +56,7 @@ public:
     SqlCommandBatch take_sql_commands(
         const SqlCommandLimits& limits,
         const std::function<Command(const SqlCommandRow&)>& parse) override;
+    bool wait_for_commands(Milliseconds timeout) override;
 
     // Claims pending runs due at or before `horizon_end` (and runs whose lease held by another
     // owner expired), earliest first and within `limit` (runs, and bytes of their bodies and
@@ -110,28 +107,30 @@ public:
     // Its two parts (migration 014), for a reader that refreshes them at paces of their own:
     // the counts (milliseconds at any size; `lateness` left empty) and the lateness of the
     // last hour (it reads every release of that hour).
-    Stats stats_counts();
-    HourLateness stats_lateness();
+    Stats stats_counts() override;
+    HourLateness stats_lateness() override;
     // Instances that beat within `silent_for` (those another instance would not take over).
-    std::int64_t live_instances(Milliseconds silent_for);
+    std::int64_t live_instances(Milliseconds silent_for) override;
     // Adds the per-statement changes of jobs per state into the totals the stats view reads
     // (migration 004), so that the view never has many to add up. Cheap; any instance may.
-    void fold_job_counts();
+    void fold_job_counts() override;
+    bool migrations_current() override;
     // Retention (reference §8): deletes at most `limit` one-shot jobs that ended (done or
     // cancelled) more than `retention` ago by the database's clock, oldest first, skipping rows
     // others hold. One pruner per schema at a time: nullopt when another session holds the pruning
     // lock. A batch is bounded in time (statement_timeout).
-    std::optional<std::size_t> prune_ended(Milliseconds retention, std::size_t limit);
+    std::optional<std::size_t> prune_ended(Milliseconds retention, std::size_t limit) override;
     // Records rejected commands for the console.
     void record_rejections(const std::vector<RecordedRejection>& rejections) override;
     // Deletes at most `limit` of the oldest rejections that are older than `retention` (none
     // when nullopt) or beyond the newest `keep`; returns how many went.
     std::size_t prune_rejections(std::optional<Milliseconds> retention, std::size_t keep,
-                                 std::size_t limit);
+                                 std::size_t limit) override;
+    std::size_t prune_receipts(Milliseconds retention, std::size_t limit) override;
     // How many rows prune_ended would delete now (hourglass prune --dry-run).
     std::int64_t count_prunable(Milliseconds retention);
     // Bytes of hourglass.jobs with its indexes and TOAST.
-    std::int64_t table_bytes();
+    std::int64_t table_bytes() override;
     // Earliest due time of claimable pending jobs, to sleep until it enters the horizon.
     std::optional<TimePoint> next_claimable_due();
 
@@ -140,6 +139,9 @@ public:
 private:
     std::unique_ptr<pqxx::connection> connection_;
     metrics::ScopedGaugeIncrement counted_open_;
+    std::string schema_;
+    // LISTENs once the SQL intake first waits (wait_for_commands).
+    std::unique_ptr<CommandsInserted> commands_inserted_;
 };
 
 // Connects, sets search_path to the schema; throws pqxx::broken_connection when unreachable.

@@ -3,6 +3,10 @@
 // batching and ack-after-commit are tested without a database.
 #pragma once
 
+#include <memory>
+
+#include "store/store_options.hpp"
+
 #include <cstddef>
 #include <vector>
 
@@ -38,5 +42,8 @@ public:
     // batch at most) and forgets them, and those of jobs gone. Never waits for a row lock.
     virtual RecordedParked record_parked_releases() = 0;
 };
+
+// The store the audit uses, over a connection of its own (throws when PostgreSQL is out of reach).
+std::unique_ptr<ReleaseStore> open_release_store(const StoreOptions& options);
 
 }  // namespace hourglass::store

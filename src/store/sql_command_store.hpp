@@ -3,6 +3,10 @@
 // all in one transaction. store::JobStore implements it.
 #pragma once
 
+#include <memory>
+
+#include "store/store_options.hpp"
+
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -10,6 +14,7 @@
 #include <vector>
 
 #include "hourglass/command.hpp"
+#include "hourglass/time.hpp"
 
 namespace hourglass::store {
 
@@ -54,6 +59,12 @@ public:
     // for a later take, and so do the later commands of that job.
     virtual SqlCommandBatch take_sql_commands(
         const SqlCommandLimits& limits, const std::function<Command(const SqlCommandRow&)>& parse) = 0;
+    // Waits up to `timeout` for a transaction that inserted commands into this schema to commit
+    // (its trigger's notification); true if one did. Notifications that came meanwhile count.
+    virtual bool wait_for_commands(Milliseconds timeout) = 0;
 };
+
+// The store the SQL intake uses, over a connection of its own (throws when PostgreSQL is out of reach).
+std::unique_ptr<SqlCommandStore> open_sql_command_store(const StoreOptions& options);
 
 }  // namespace hourglass::store

@@ -181,4 +181,16 @@ SqlCommandBatch JobStore::take_sql_commands(const SqlCommandLimits& limits,
     return result;
 }
 
+bool JobStore::wait_for_commands(Milliseconds timeout) {
+    if (!commands_inserted_) commands_inserted_ = std::make_unique<CommandsInserted>(*connection_, schema_);
+    const auto until = std::chrono::steady_clock::now() + timeout;
+    while (!commands_inserted_->take()) {
+        const auto left = std::chrono::duration_cast<std::chrono::microseconds>(
+            until - std::chrono::steady_clock::now());
+        if (left.count() <= 0) return false;
+        connection_->await_notification(left.count() / 1000000, left.count() % 1000000);
+    }
+    return true;
+}
+
 }  // namespace hourglass::store

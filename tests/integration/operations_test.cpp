@@ -235,10 +235,22 @@ TEST_F(Operations, status_prints_the_stats_view_as_a_table) {
     Client client(amqp_url_);
     client.publish_all({delayed("s-1", 600000), delayed("s-2", 600000)});
     eventually("SELECT pending FROM stats", "2");
+    // A paused schedule, and SQL commands that no instance takes (its intake is stopped).
+    auto yearly = command("s.cron");
+    yearly.properties.message_id = "s-cron";
+    set_header(yearly.properties, "x-cron", std::string("0 0 1 1 *"));
+    client.publish(yearly);
+    ASSERT_TRUE(eventually("SELECT count(*) FROM jobs WHERE id = 's-cron'", "1"));
+    sql("UPDATE jobs SET state = 'paused', paused_at = now() WHERE id = 's-cron'");
+    EXPECT_EQ(processes_.back()->terminate(), 0);
+    sql("INSERT INTO commands (routing_key, headers) SELECT 's.sql', '{\"x-delay\": 600000}' "
+        "FROM generate_series(1, 3)");
     const auto result = run_cli({"status", "--pg-url", pg_url_, "--schema", schema_});
     ASSERT_EQ(result.exit_code, 0) << result.err;
     EXPECT_THAT(result.out, ::testing::ContainsRegex("pending +2"));
     EXPECT_THAT(result.out, ::testing::ContainsRegex("enqueued +0"));
+    EXPECT_THAT(result.out, ::testing::ContainsRegex("paused +1"));
+    EXPECT_THAT(result.out, ::testing::ContainsRegex("sql commands waiting +3"));
     EXPECT_THAT(result.out, HasSubstr("next due"));
     EXPECT_THAT(result.out, HasSubstr("lateness, last hour"));
     const auto missing = run_cli({"status", "--pg-url", pg_url_, "--schema", "hg_no_such_schema"});

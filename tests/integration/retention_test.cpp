@@ -48,6 +48,18 @@ TEST_F(Retention, released_and_cancelled_jobs_vanish_while_pending_enqueued_and_
     EXPECT_EQ(process.terminate(), 0);
 }
 
+// The SQL intake's receipts (reference §3.4) go --retention after they were written.
+TEST_F(Retention, receipts_of_the_sql_intake_vanish_after_the_retention) {
+    auto& process = start_hourglass({"--retention", "3s"});
+    sql("INSERT INTO commands (routing_key, headers) SELECT 'receipts.k', '{\"x-delay\": 600000}' "
+        "FROM generate_series(1, 10)");
+    ASSERT_TRUE(eventually("SELECT count(*) FROM command_receipts", "10"));
+    sql("UPDATE command_receipts SET decided_at = now() + interval '1 hour' "
+        "WHERE command_id = (SELECT min(command_id) FROM command_receipts)");  // a young one
+    EXPECT_TRUE(eventually("SELECT count(*) FROM command_receipts", "1", 20s)) << process.log_tail();
+    EXPECT_EQ(sql("SELECT count(*) FROM jobs")[0][0].as<int>(), 10) << "the jobs stay (pending)";
+}
+
 TEST_F(Retention, prune_dry_run_counts_and_prune_deletes_what_is_older_than_the_retention) {
     auto& process = start_hourglass({"--retention", "off"});
     Client client(amqp_url_);

@@ -119,6 +119,8 @@ function drawSummary(summary) {
   $("count-enqueued").textContent = number(stats.enqueued);
   $("count-done").textContent = number(stats.done);
   $("count-cancelled").textContent = number(stats.cancelled);
+  $("count-paused").textContent = number(stats.paused);
+  $("count-sql").textContent = stats.sql_commands_waiting > 100000 ? "> 100,000" : number(stats.sql_commands_waiting);
   $("oldest-lag").textContent = stats.oldest_pending_lag_ms.toLocaleString("en") + " ms";
   $("next-due").textContent = time(stats.next_due_at);
   $("lateness-hour").textContent = `p50 ${ms(stats.lateness_p50_ms)} · p99 ${ms(stats.lateness_p99_ms)}`;

@@ -8,7 +8,6 @@
 #include <cstdlib>
 #include <iostream>
 #include <mutex>
-#include <pqxx/pqxx>
 #include <thread>
 
 #include "common/retry.hpp"
@@ -20,7 +19,8 @@
 #include "http/readiness.hpp"
 #include "http/stats_refresher.hpp"
 #include "ingest/sql_intake.hpp"
-#include "store/job_store.hpp"
+#include "store/claim_store.hpp"
+#include "store/upkeep_store.hpp"
 #include "store/migrations.hpp"
 
 namespace hourglass::cli {
@@ -106,8 +106,7 @@ std::string format_optional(const std::optional<double>& value) {
 }  // namespace
 
 int run_migrate(const ServiceOptions& options, bool dry_run) {
-    auto connection = store::connect(options.store());
-    const auto report = store::migrate(*connection, options.schema, dry_run);
+    const auto report = store::migrate(options.store(), dry_run);
     for (const auto& name : report.already_applied) std::cout << "applied   " << name << "\n";
     for (const auto& name : report.applied) {
         std::cout << (dry_run ? "pending   " : "applying  ") << name << "\n";
@@ -119,8 +118,7 @@ int run_migrate(const ServiceOptions& options, bool dry_run) {
 }
 
 int run_status(const ServiceOptions& options) {
-    store::JobStore store(options.store());
-    const auto stats = store.stats();
+    const auto stats = store::open_stats_store(options.store())->stats();
     const auto row = [](std::string_view label, const std::string& value) {
         char line[128];
         std::snprintf(line, sizeof line, "%-22s %s\n", std::string(label).c_str(), value.c_str());
@@ -150,24 +148,24 @@ int run_prune(const ServiceOptions& options, bool dry_run) {
         std::cout << "retention is off: nothing to prune\n";
         return 0;
     }
-    store::JobStore store(options.store());
+    const auto jobs = store::open_retention_store(options.store());
     const auto& before = options.retention;
     if (dry_run) {
-        std::cout << store.count_prunable(retention->retention)
+        std::cout << jobs->count_prunable(retention->retention)
                   << " ended jobs (done or cancelled, one-shot) ended more than " << before
-                  << " ago would be deleted; table and indexes: " << store.table_bytes()
+                  << " ago would be deleted; table and indexes: " << jobs->table_bytes()
                   << " bytes\n";
         return 0;
     }
     std::size_t progress = 0;
     const auto deleted = retention::prune_round(
-        [&](std::size_t limit) { return store.prune_ended(retention->retention, limit); },
+        [&](std::size_t limit) { return jobs->prune_ended(retention->retention, limit); },
         *retention, std::stop_token{}, [&](std::size_t batch) {
             progress += batch;
             if (progress % 100000 < batch) std::cout << "deleted " << progress << " ...\n" << std::flush;
         });
     std::cout << "deleted " << deleted << " ended jobs older than " << before
-              << "; table and indexes: " << store.table_bytes() << " bytes\n";
+              << "; table and indexes: " << jobs->table_bytes() << " bytes\n";
     return 0;
 }
 
@@ -233,8 +231,7 @@ int run_service(const ServiceOptions& options) {
     for (auto pause = std::chrono::seconds{2};;
          pause = std::min(pause * 2, std::chrono::seconds{60})) {
         try {
-            auto connection = store::connect(options.store());
-            const auto report = store::migrate(*connection, options.schema, false);
+            const auto report = store::migrate(options.store(), false);
             for (const auto& name : report.applied) spdlog::info("applied migration {}", name);
             service_metrics->set_migrations_current(true);
             break;
@@ -245,8 +242,7 @@ int run_service(const ServiceOptions& options) {
     }
     {
         // One clock (reference §6): due times are compared on PostgreSQL's clock.
-        store::JobStore store(options.store());
-        const auto offset = store.measure_clock_offset();
+        const auto offset = store::open_claim_store(options.store())->measure_clock_offset();
         const auto offset_ms = std::chrono::duration_cast<Milliseconds>(offset).count();
         if (std::chrono::abs(offset) > loader_options.max_clock_offset) {
             throw std::runtime_error(

@@ -3,13 +3,13 @@
 
 #include <CLI/CLI.hpp>
 #include <tuple>
-#include <pqxx/except>
 
 #include "amqp/connection.hpp"
 #include "cli/client.hpp"
 #include "cli/commands.hpp"
 #include "cli/config_file.hpp"
 #include "common/logging.hpp"
+#include "store/errors.hpp"
 
 using hourglass::cli::ServiceOptions;
 
@@ -355,19 +355,21 @@ int main(int argc, char** argv) {
                                     : std::pair{Control::cancel_prefix, cancel_prefix};
         return hourglass::cli::send_command(
             options->amqp(), hourglass::cli::control_command(control, target, names), wait);
-    } catch (const pqxx::broken_connection& error) {
-        hourglass::logging::report_fatal(std::string("cannot connect to PostgreSQL: ") +
-                                         error.what());
-        return ExitCode::kExitUnreachable;
-    } catch (const pqxx::undefined_table& error) {
-        hourglass::logging::report_fatal(
-            "PostgreSQL: schema " + options->schema +
-            " has no hourglass tables (run hourglass migrate): " + error.what());
-        return ExitCode::kExitFailed;
     } catch (const hourglass::amqp::ConnectionError& error) {
         hourglass::logging::report_fatal(error.what());
         return ExitCode::kExitUnreachable;
     } catch (const std::exception& error) {
+        if (hourglass::store::is_unreachable(error)) {
+            hourglass::logging::report_fatal(std::string("cannot connect to PostgreSQL: ") +
+                                             error.what());
+            return ExitCode::kExitUnreachable;
+        }
+        if (hourglass::store::is_missing_table(error)) {
+            hourglass::logging::report_fatal(
+                "PostgreSQL: schema " + options->schema +
+                " has no hourglass tables (run hourglass migrate): " + error.what());
+            return ExitCode::kExitFailed;
+        }
         hourglass::logging::report_fatal(error.what());
         return ExitCode::kExitFailed;
     }

@@ -5,7 +5,7 @@
 
 #include "common/text.hpp"
 #include "console/console_assets.hpp"
-#include "console/console_store.hpp"
+#include "console/console_data.hpp"
 #include "console/console_views.hpp"
 #include "hourglass/properties_json.hpp"
 #include "store/errors.hpp"
@@ -74,10 +74,10 @@ Console::Console(ConsoleOptions options) : options_(std::move(options)) {
 
 Console::~Console() = default;
 
-Console::Response Console::with_store(const std::function<json(ConsoleStore&)>& use) {
+Console::Response Console::with_store(const std::function<json(ConsoleData&)>& use) {
     const std::lock_guard lock(store_mutex_);
     try {
-        if (!store_) store_ = std::make_unique<ConsoleStore>(options_.store);
+        if (!store_) store_ = std::make_unique<ConsoleData>(store::open_console_store(options_.store));
         return {200, dump(use(*store_))};
     } catch (const std::exception& failure) {
         // The reason goes to the log only: an error text may name hosts or users.
@@ -89,7 +89,7 @@ Console::Response Console::with_store(const std::function<json(ConsoleStore&)>& 
 
 Console::Response Console::summary() {
     const auto stats = options_.stats ? options_.stats() : std::nullopt;
-    return with_store([&](ConsoleStore& store) -> json {
+    return with_store([&](ConsoleData& store) -> json {
         return {{"stats", summary_json(stats)},
                 {"instances", store.instances()},
                 {"cancel_enabled", !options_.token.empty()},
@@ -106,7 +106,7 @@ Console::Response Console::control(const Command& command, const std::string& wh
         return {401, dump(error_json("changes need the operator token in X-Hourglass-Token"))};
     }
     bool locked = false;
-    auto response = with_store([&](ConsoleStore& store) -> json {
+    auto response = with_store([&](ConsoleData& store) -> json {
         try {
             const auto outcome = store.apply(command);
             spdlog::info("console: {}: {}{}", what, to_string(outcome.status),
@@ -149,7 +149,7 @@ void Console::add_routes(httplib::Server& server) {
     });
     server.Get("/api/upcoming", [this, reply](const httplib::Request&, httplib::Response& response) {
         const auto now = now_ms();
-        reply(response, with_store([&](ConsoleStore& store) -> json {
+        reply(response, with_store([&](ConsoleData& store) -> json {
                   return {{"minutes", store.upcoming(std::chrono::floor<std::chrono::minutes>(now),
                                                      std::chrono::minutes{1}, 60)},
                           {"hours", store.upcoming(std::chrono::floor<std::chrono::hours>(now),
@@ -157,19 +157,19 @@ void Console::add_routes(httplib::Server& server) {
               }));
     });
     server.Get("/api/lateness", [this, reply](const httplib::Request&, httplib::Response& response) {
-        reply(response, with_store([](ConsoleStore& store) { return store.lateness(); }));
+        reply(response, with_store([](ConsoleData& store) { return store.lateness(); }));
     });
     server.Get("/api/rejections", [this, reply](const httplib::Request&, httplib::Response& response) {
-        reply(response, with_store([](ConsoleStore& store) { return store.rejections(); }));
+        reply(response, with_store([](ConsoleData& store) { return store.rejections(); }));
     });
     server.Get("/api/cron", [this, reply](const httplib::Request&, httplib::Response& response) {
-        reply(response, with_store([](ConsoleStore& store) { return store.cron_schedules(); }));
+        reply(response, with_store([](ConsoleData& store) { return store.cron_schedules(); }));
     });
     server.Get("/api/search", [this, reply, bad_request](const httplib::Request& request,
                                                          httplib::Response& response) {
         const auto text = lookup_text(request, "q");
         if (!text) return bad_request(response, "q: give 1 to 255 bytes of UTF-8 text");
-        reply(response, with_store([&](ConsoleStore& store) -> json {
+        reply(response, with_store([&](ConsoleData& store) -> json {
                   auto job = store.job(*text);
                   return {{"job", job ? std::move(*job) : json(nullptr)},
                           {"by_routing_key_prefix", store.search_routing_key(*text)}};
@@ -179,7 +179,7 @@ void Console::add_routes(httplib::Server& server) {
                                                                 httplib::Response& response) {
         const auto prefix = lookup_text(request, "prefix");
         if (!prefix) return bad_request(response, "prefix: give 1 to 255 bytes of UTF-8 text");
-        reply(response, with_store([&](ConsoleStore& store) -> json {
+        reply(response, with_store([&](ConsoleData& store) -> json {
                   const auto count = store.count_cancellable_by_prefix(*prefix);
                   return {{"prefix", *prefix},
                           {"count", std::min(count, kCancelPrefixCountCap)},

@@ -36,7 +36,7 @@ class Server;
 
 namespace hourglass::console {
 
-class ConsoleStore;
+class ConsoleData;
 
 inline constexpr std::string_view kTokenHeader = "X-Hourglass-Token";
 
@@ -64,14 +64,14 @@ private:
     };
     // Runs a read or write on the console's store; a failure answers 503 and drops the
     // connection, so the next request opens a new one.
-    Response with_store(const std::function<nlohmann::json(ConsoleStore&)>& use);
+    Response with_store(const std::function<nlohmann::json(ConsoleData&)>& use);
     Response summary();
     // Applies a control command (what: for the log and errors) if `token` is the operator's.
     Response control(const Command& command, const std::string& what, const std::string* token);
 
     ConsoleOptions options_;
     std::mutex store_mutex_;
-    std::unique_ptr<ConsoleStore> store_;
+    std::unique_ptr<ConsoleData> store_;
 };
 
 }  // namespace hourglass::console

@@ -18,13 +18,14 @@
 #include <optional>
 
 #include "hourglass/time.hpp"
+#include "store/claim_store.hpp"
 
 namespace hourglass::loader {
 
 inline constexpr Milliseconds kHeartbeatEvery{1000};
 inline constexpr Milliseconds kPublishGrace{2000};
-// Also written in the claim statement (src/store/job_store.cpp, "interval '3 seconds'").
-inline constexpr Milliseconds kTakeoverAfter{3000};
+// Passed to every claim and heartbeat (src/store/sql/claim_due.sql, heartbeat's takeover).
+inline constexpr Milliseconds kTakeoverAfter = store::kTakeoverAfter;
 // A claim older than this that the loader does not hold is an orphan (a lost commit reply):
 // longer than any claim takes from its commit to the schedule (forward_ladder_wait, 2 s).
 inline constexpr Milliseconds kOrphanAge{5000};

@@ -73,7 +73,8 @@ Loader::Loader(LoaderOptions options, NextRunFunction next_run, LoaderSeams seam
       leases_(options_.lease_timings),
       metrics_(options_.metrics->registry()),
       forward_ladder_declared_(options_.topology.forward_ladder),
-      ladder_(delay::DelayLadder::for_horizon(options_.horizon)) {}
+      ladder_(delay::DelayLadder::for_horizon(options_.horizon)),
+      release_messages_(options_.topology, ladder_, options_.releases_observed) {}
 
 Loader::~Loader() = default;
 
@@ -598,7 +599,8 @@ void Loader::claim_loop(std::stop_token stop) {
                     if (burst_cut_) horizon_end = std::min(horizon_end, *burst_cut_ - Milliseconds{1});
                     auto [runs, at_limit] = store.claim_due(options_.owner, horizon_end,
                                                             limit, options_.lease + ladder_.step(),
-                                                            resend_due_before(now));
+                                                            resend_due_before(now),
+                                                            leases_.timings().takeover_after);
                     backlog = at_limit;
                     if (!runs.empty()) spdlog::debug("loader: claimed {} runs", runs.size());
                     const auto resent = std::count_if(runs.begin(), runs.end(),
@@ -799,95 +801,13 @@ void Loader::finish_claims(store::ClaimStore& store) {
 }
 
 void Loader::group_releases(std::vector<Scheduled>& batch, TimePoint now, unsigned first_lane) const {
-    if (!options_.releases_observed) return;
-    const auto lanes = options_.topology.delay_lanes;
-    // Walked from the last publish back: the first run met for a (queue, due time) is its last.
-    // A queue: (targeted, burst, TTL, lane); burst runs all go to the release exchange, or the
-    // forward queue if targeted, in the order of this one channel.
-    std::map<std::tuple<bool, bool, Milliseconds, unsigned, TimePoint>, RunRef> last_of_group;
-    for (auto i = batch.size(); i-- > 0;) {
-        auto& scheduled = batch[i];
-        const auto& run = *scheduled.run;
-        // A run routed with the audit key itself is copied to the audit whatever it carries.
-        // Recurring runs take part (migration 013 finds them once their row moved on).
-        if (run.routing_key == options_.topology.names.audit_key) continue;
-        if (scheduled.expired) continue;  // to <prefix>.expired, not a delay queue
-        // The forward ladder has one queue per TTL, apart from the delay ladder's lanes.
-        const bool targeted = !run.exchange.empty();
-        const bool burst = scheduled.burst;
-        const auto lane =
-            targeted || burst ? 0u : static_cast<unsigned>((first_lane + i) % lanes);
-        const auto ttl = burst ? Milliseconds{0} : ladder_.ttl_for(run.due_at, now);
-        const auto key = std::make_tuple(targeted, burst, ttl, lane, run.due_at);
-        const auto [last, inserted] = last_of_group.try_emplace(key, RunRef{run.id, run.run});
-        // Runs of an earlier group are observed with this one: it takes its own copy.
-        if (!inserted && !run.observe_itself) scheduled.observed_with = last->second;
+    std::vector<delay::BatchRun> runs;
+    runs.reserve(batch.size());
+    for (const auto& scheduled : batch) runs.push_back({scheduled.run.get(), scheduled.burst, scheduled.expired});
+    auto observed_with = release_messages_.group(runs, now, first_lane);
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+        if (observed_with[i]) batch[i].observed_with = std::move(observed_with[i]);
     }
-}
-
-Message Loader::release_message(ClaimedRun& run, TimePoint now, std::size_t frame_max,
-                                unsigned lane, const std::optional<RunRef>& observed_with,
-                                bool burst) const {
-    const auto ttl = ladder_.ttl_for(run.due_at, now);
-    Message message;
-    message.routing_key = run.routing_key;
-    message.body = std::move(run.body);
-    message.properties = std::move(run.properties);
-    message.properties.delivery_mode = 2;
-    set_header(message.properties, std::string(header::kId), run.id);
-    set_header(message.properties, std::string(header::kDue), format_rfc3339_ms(run.due_at));
-    set_header(message.properties, std::string(header::kRun), static_cast<std::int64_t>(run.run));
-    // A burst run is published at its due time into the exchange its delay queue dead-letters
-    // into, which routes it at once, as the queue would when its TTL expires.
-    const auto& names = options_.topology.names;
-    if (run.exchange.empty()) {
-        message.exchange = burst ? names.release : names.delay(ttl, lane);
-    } else {
-        // The forwarder reads the target from this header and removes it before the release.
-        message.exchange = burst ? names.forward : names.forward_delay(ttl);
-        set_header(message.properties, std::string(header::kExchange), run.exchange);
-        // The forwarder copies every targeted release to the audit but those it is told the
-        // audit observes with another run (and removes this header too). Ingest strips
-        // x-hourglass-* headers from commands; a row edited by hand gets no say either.
-        if (options_.releases_observed && observed_with) {
-            set_header(message.properties, std::string(header::kObservedWith), observed_with->id);
-        } else {
-            remove_header(message.properties, header::kObservedWith);
-        }
-    }
-    if (options_.releases_observed && !observed_with && run.exchange.empty()) {
-        // RabbitMQ routes with BCC keys (also when it dead-letters) and strips the header.
-        set_header(message.properties, "BCC", FieldArray{FieldValue{names.audit_key}});
-    }
-    // Ingest refuses jobs whose release would not fit a frame; a row stored before that check,
-    // or edited by hand, is still released rather than failing every publish (reference §4).
-    const auto dropped = drop_largest_headers(message.properties,
-                                              frame_max - kContentHeaderOverhead, "x-hourglass-");
-    if (!dropped.empty()) {
-        spdlog::error("loader: job {} run {} did not fit a frame: released without {} headers",
-                      quote_value(run.id, 64), run.run, dropped.size());
-        set_header(message.properties, std::string(header::kError),
-                   describe_dropped_headers(dropped));
-    }
-    return message;
-}
-
-Message Loader::expired_message(ClaimedRun& run, TimePoint now, std::size_t frame_max,
-                                bool skipped) const {
-    const auto late = std::chrono::duration_cast<Milliseconds>(now - run.due_at);
-    const auto reason =
-        skipped ? "skipped: missed (a later run was due when it was handed over, " +
-                      std::to_string(late.count()) + " ms after its due time) and "
-                      "x-cron-catchup is skip"
-                : "expired: handed over " + std::to_string(late.count()) +
-                      " ms after its due time, more than x-hourglass-expires-after (" +
-                      std::to_string(run.expires_after->count()) + " ms)";
-    auto message = release_message(run, now, frame_max, 0, std::nullopt, true);
-    message.exchange = options_.topology.names.expired;
-    remove_header(message.properties, "BCC");  // nothing observes it
-    remove_header(message.properties, header::kObservedWith);
-    set_header(message.properties, std::string(header::kError), reason);
-    return message;
 }
 
 void Loader::publish_loop(std::stop_token stop) {
@@ -1004,10 +924,11 @@ void Loader::publish_session(std::stop_token stop) {
                 try {
                     sequence = channel->publish(
                         scheduled.expired
-                            ? expired_message(*scheduled.run, batch_now, channel->frame_max(),
-                                              scheduled.skipped)
-                            : release_message(*scheduled.run, batch_now, channel->frame_max(),
-                                              next_lane, scheduled.observed_with, scheduled.burst));
+                            ? release_messages_.expired(*scheduled.run, batch_now,
+                                                        channel->frame_max(), scheduled.skipped)
+                            : release_messages_.release(*scheduled.run, batch_now,
+                                                        channel->frame_max(), next_lane,
+                                                        scheduled.observed_with, scheduled.burst));
                     if (scheduled.skipped) metrics_.count_runs_skipped(1);
                     else if (scheduled.expired) metrics_.count_runs_expired(1);
                     else if (scheduled.burst) metrics_.count_burst_runs(1);

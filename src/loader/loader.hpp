@@ -36,6 +36,7 @@
 #include "amqp/connection.hpp"
 #include "common/log_budget.hpp"
 #include "common/thread_priority.hpp"
+#include "delay/release_messages.hpp"
 #include "delay/topology.hpp"
 #include "hourglass/job.hpp"
 #include "hourglass/metrics.hpp"
@@ -240,23 +241,8 @@ private:
     void make_publisher_realtime();
     void publish_loop(std::stop_token stop);
     void publish_session(std::stop_token stop);
-    // The run as published into the delay queue of its TTL and of `lane` (delay lanes), or of
-    // the forward ladder for a targeted run. With the audit on, a run `observed_with` the last
-    // run of its release group (see group_releases) takes no copy of its own: an untargeted run
-    // then goes without the audit key, and a targeted one tells the forwarder so in a header.
-    // Every other untargeted run gets the audit key, so its release is copied to the audit.
-    // Takes the run's body and properties: once published, only its identity is needed.
-    // A burst run goes to the exchange its delay queue dead-letters into: the release exchange,
-    // or the forward queue's exchange for a targeted run.
-    Message release_message(ClaimedRun& run, TimePoint now, std::size_t frame_max, unsigned lane,
-                            const std::optional<RunRef>& observed_with, bool burst) const;
-    // The run as sent to <prefix>.expired: as released, with the reason in x-hourglass-error.
-    Message expired_message(ClaimedRun& run, TimePoint now, std::size_t frame_max,
-                            bool skipped) const;
-    // Release groups among runs about to be published in this order, from lane `first_lane`
-    // on: the runs for one delay queue (a lane of the delay ladder, or a queue of the forward
-    // ladder) with one due time. All but the last of each group are given the run they are
-    // observed with; the audit then receives one copy per group.
+    // Sets observed_with of the runs of `batch` that a release group observes with another
+    // (delay::ReleaseMessages::group).
     void group_releases(std::vector<Scheduled>& batch, TimePoint now, unsigned first_lane) const;
     // Declares the forward ladder once before the first targeted run of `runs` is published. If
     // that fails, or takes longer than forward_ladder_wait, takes the targeted runs out of
@@ -283,6 +269,7 @@ private:
     std::future<void> forward_ladder_declaration_;
     LogBudget forward_ladder_log_{1, std::chrono::minutes{1}};
     delay::DelayLadder ladder_;
+    delay::ReleaseMessages release_messages_;
 
     mutable std::mutex mutex_;
     std::condition_variable publisher_wake_;

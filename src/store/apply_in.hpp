@@ -19,9 +19,6 @@ namespace hourglass::store {
 std::vector<CommandOutcome> apply_in(pqxx::work& tx, std::span<const Command> commands,
                                      const InsertClaimOffer* claims);
 
-// Prepares the SQL intake's statements (sql_commands.cpp) on a JobStore's connection.
-void prepare_sql_command_statements(pqxx::connection& connection);
-
 // Notes the commits of transactions that inserted commands into `schema` (migration 018's
 // trigger notifies on one channel for every schema, with the schema as the payload).
 class CommandsInserted final : public pqxx::notification_receiver {

@@ -26,6 +26,10 @@ struct ClaimLimit {
     std::size_t bytes = std::numeric_limits<std::size_t>::max();
 };
 
+// An instance whose heartbeat has been silent this long is taken for dead: its claims go to
+// others (live leases; docs/architecture.md "Fencing").
+inline constexpr Milliseconds kTakeoverAfter{3000};
+
 // What one claim took; `at_limit`: it stopped at a limit, so more may be claimable now.
 struct Claim {
     std::vector<ClaimedRun> runs;
@@ -37,9 +41,11 @@ public:
     virtual ~ClaimStore() = default;
 
     // Claims pending runs due at or before `horizon_end` for `owner`, within `limit`, earliest
-    // first (see JobStore::claim_due for who may take which run).
+    // first (see JobStore::claim_due for who may take which run). Takes over the claims of
+    // instances that have not beaten for `takeover_after` (as heartbeat does).
     virtual Claim claim_due(const std::string& owner, TimePoint horizon_end, ClaimLimit limit,
-                            Milliseconds lease, std::optional<TimePoint> resend_due_before) = 0;
+                            Milliseconds lease, std::optional<TimePoint> resend_due_before,
+                            Milliseconds takeover_after = kTakeoverAfter) = 0;
     // Records runs the broker confirmed; only runs still leased to `owner` change. A run
     // observed with another whose release was already recorded ends `done` at once. Never waits
     // for a row lock: returns the runs it left because another transaction holds their row (or

@@ -28,4 +28,12 @@ FailureKind classify_failure(const std::exception& failure) noexcept {
     return FailureKind::transient;
 }
 
+bool is_unreachable(const std::exception& failure) noexcept {
+    return dynamic_cast<const pqxx::broken_connection*>(&failure) != nullptr;
+}
+
+bool is_missing_table(const std::exception& failure) noexcept {
+    return dynamic_cast<const pqxx::undefined_table*>(&failure) != nullptr;
+}
+
 }  // namespace hourglass::store

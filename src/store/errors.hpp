@@ -20,4 +20,9 @@ enum class FailureKind { transient, about_the_data, busy };
 
 FailureKind classify_failure(const std::exception& failure) noexcept;
 
+// What the CLI tells an operator: PostgreSQL could not be reached (or the connection was lost),
+// or a table hourglass needs is missing (the schema was never migrated).
+bool is_unreachable(const std::exception& failure) noexcept;
+bool is_missing_table(const std::exception& failure) noexcept;
+
 }  // namespace hourglass::store

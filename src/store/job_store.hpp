@@ -67,7 +67,8 @@ public:
     // never observed, due and last handed over before it, to publish the same run again: the
     // broker lost them.
     Claim claim_due(const std::string& owner, TimePoint horizon_end, ClaimLimit limit,
-                    Milliseconds lease, std::optional<TimePoint> resend_due_before) override;
+                    Milliseconds lease, std::optional<TimePoint> resend_due_before,
+                    Milliseconds takeover_after = kTakeoverAfter) override;
     std::vector<ClaimedRun> claim_due(const std::string& owner, TimePoint horizon_end,
                                       std::size_t limit, Milliseconds lease) {
         return claim_due(owner, horizon_end, ClaimLimit{.runs = limit}, lease, std::nullopt).runs;
@@ -146,8 +147,5 @@ private:
 
 // Connects, sets search_path to the schema; throws pqxx::broken_connection when unreachable.
 std::unique_ptr<pqxx::connection> connect(const StoreOptions& options);
-
-// The URL with its password masked, for logs.
-std::string mask_pg_url(const std::string& url);
 
 }  // namespace hourglass::store

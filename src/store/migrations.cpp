@@ -4,6 +4,8 @@
 #include <set>
 #include <stdexcept>
 
+#include "store/job_store.hpp"
+
 namespace hourglass::store {
 
 namespace {
@@ -26,13 +28,13 @@ std::set<std::string> recorded_versions(pqxx::transaction_base& tx, const std::s
 // transaction stays open.
 constexpr const char* kLockWait = "3s";
 
-MigrationReport migrate_unchecked(pqxx::connection& connection, const std::string& schema,
+MigrationReport migrate_unchecked(pqxx::connection_base& connection, const std::string& schema,
                                   bool dry_run, std::string& applying);
 
 // Transactions of this database open for longer than the lock wait, oldest first, as far as
 // this role may see them (pg_stat_activity hides other roles' sessions without
 // pg_read_all_stats): " Open transactions: pid 123 (idle in transaction, 45 s)."
-std::string open_transactions(pqxx::connection& connection) {
+std::string open_transactions(pqxx::connection_base& connection) {
     try {
         pqxx::nontransaction tx(connection);
         std::string text;
@@ -55,7 +57,7 @@ std::string open_transactions(pqxx::connection& connection) {
 
 }  // namespace
 
-MigrationReport migrate(pqxx::connection& connection, const std::string& schema, bool dry_run) {
+MigrationReport migrate(pqxx::connection_base& connection, const std::string& schema, bool dry_run) {
     std::string applying;  // the migration a failure came in
     try {
         return migrate_unchecked(connection, schema, dry_run, applying);
@@ -94,7 +96,7 @@ void refuse_schema_of_another_role(pqxx::transaction_base& tx, const std::string
                                    " if it is really hourglass's)");
 }
 
-MigrationReport migrate_unchecked(pqxx::connection& connection, const std::string& schema,
+MigrationReport migrate_unchecked(pqxx::connection_base& connection, const std::string& schema,
                                   bool dry_run, std::string& applying) {
     MigrationReport report;
     pqxx::work tx(connection);
@@ -134,13 +136,18 @@ MigrationReport migrate_unchecked(pqxx::connection& connection, const std::strin
 
 }  // namespace
 
-bool migrations_current(pqxx::connection& connection, const std::string& schema) {
+bool migrations_current(pqxx::connection_base& connection, const std::string& schema) {
     pqxx::read_transaction tx(connection);
     const auto versions = recorded_versions(tx, schema);
     for (const auto& migration : embedded_migrations()) {
         if (!versions.count(migration.name)) return false;
     }
     return true;
+}
+
+MigrationReport migrate(const StoreOptions& options, bool dry_run) {
+    const auto connection = connect(options);
+    return migrate(*connection, options.schema, dry_run);
 }
 
 }  // namespace hourglass::store

@@ -3,10 +3,15 @@
 // Concurrent instances serialize on an advisory lock; re-running is a no-op.
 #pragma once
 
-#include <pqxx/connection>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "store/store_options.hpp"
+
+namespace pqxx {
+class connection_base;
+}
 
 namespace hourglass::store {
 
@@ -36,9 +41,11 @@ class SchemaOwnedByAnotherRole : public std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
-MigrationReport migrate(pqxx::connection& connection, const std::string& schema, bool dry_run);
+// Migrates options.schema over a connection of its own (throws when PostgreSQL is out of reach).
+MigrationReport migrate(const StoreOptions& options, bool dry_run);
+MigrationReport migrate(pqxx::connection_base& connection, const std::string& schema, bool dry_run);
 
 // Whether every embedded migration is recorded (for /readyz).
-bool migrations_current(pqxx::connection& connection, const std::string& schema);
+bool migrations_current(pqxx::connection_base& connection, const std::string& schema);
 
 }  // namespace hourglass::store

@@ -68,66 +68,78 @@ void settle(pqxx::work& tx, const std::vector<std::int64_t>& ids, const std::vec
     tx.exec_prepared("delete_commands", deleted.dump());
 }
 
-}  // namespace
-
-void prepare_sql_command_statements(pqxx::connection& c) {
-    // One taker at a time per schema, so that the commands of a job apply in their order.
-    c.prepare("sql_intake_lock",
-              "SELECT pg_try_advisory_xact_lock(hashtext('hourglass.sql_intake.' || current_schema()))");
-    // $1 commands at most, the oldest first (or only the command $4); a body over $2 bytes or
-    // properties or headers over $3 are not read, only measured.
-    c.prepare("take_commands",
-              "SELECT id, left(routing_key, " + std::to_string(kRoutingKeyChars) + "), "
-              "CASE WHEN octet_length(body) <= $2 THEN body END, octet_length(body), "
-              "CASE WHEN octet_length(properties::text) <= $3 THEN properties::text END, "
-              "octet_length(properties::text), "
-              "CASE WHEN octet_length(headers::text) <= $3 THEN headers::text END, "
-              "octet_length(headers::text) "
-              "FROM commands WHERE ($4::bigint IS NULL OR id = $4::bigint) "
-              "ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED");
-    c.prepare("write_command_receipts",
-              "INSERT INTO command_receipts (command_id, job_id, status, due_at, error, count) "
-              "SELECT x.command_id, x.job_id, x.status, x.due_at, x.error, x.count "
-              "FROM jsonb_to_recordset($1::jsonb) AS x(command_id bigint, job_id text, "
-              "status text, due_at timestamptz, error text, count bigint) "
-              "ON CONFLICT (command_id) DO NOTHING");
-    c.prepare("delete_commands",
-              "DELETE FROM commands WHERE id IN "
-              "(SELECT (jsonb_array_elements_text($1::jsonb))::bigint)");
-    c.prepare("oldest_command_ids", "SELECT id FROM commands ORDER BY id LIMIT $1");
+// The oldest `count` commands (or only the command `only`), locked; the caller holds the intake.
+pqxx::result take_rows(pqxx::work& tx, const SqlCommandLimits& limits, std::size_t count,
+                       std::optional<std::int64_t> only) {
+    return tx.exec_prepared("take_commands", static_cast<long>(count),
+                            static_cast<long long>(limits.body_bytes),
+                            static_cast<long long>(limits.json_bytes), only,
+                            static_cast<long>(kRoutingKeyChars));
 }
 
-SqlCommandBatch JobStore::take_sql_commands(const SqlCommandLimits& limits,
-                                            const std::function<Command(const SqlCommandRow&)>& parse) {
-    // One command, or the oldest limits.commands; an empty batch when another instance holds
-    // the intake or the command is gone.
-    const auto take = [&](std::optional<std::int64_t> only) {
-        SqlCommandBatch batch;
-        pqxx::work tx(*connection_);
-        if (!tx.exec_prepared1("sql_intake_lock")[0].as<bool>()) {
-            batch.held_elsewhere = true;
-            return batch;
-        }
-        const auto rows = tx.exec_prepared("take_commands", static_cast<long>(limits.commands),
-                                           static_cast<long long>(limits.body_bytes),
-                                           static_cast<long long>(limits.json_bytes), only);
-        std::vector<std::int64_t> ids;
-        std::vector<std::string> routing_keys;
-        for (const auto& row : rows) {
-            const auto command = row_of(row);
-            ids.push_back(command.id);
-            routing_keys.push_back(command.routing_key);
-            batch.commands.push_back(parse(command));
-        }
-        batch.more = rows.size() == limits.commands;
-        if (ids.empty()) return batch;
-        batch.outcomes = apply_in(tx, batch.commands, nullptr);
-        settle(tx, ids, batch.commands, batch.outcomes, routing_keys);
-        tx.commit();
+using ParseRow = std::function<Command(const SqlCommandRow&)>;
+
+// One command, or the oldest limits.commands, applied and settled in one transaction; an
+// empty batch when another instance holds the intake or the command is gone.
+SqlCommandBatch take_batch(pqxx::connection& connection, const SqlCommandLimits& limits,
+                           const ParseRow& parse, std::optional<std::int64_t> only) {
+    SqlCommandBatch batch;
+    pqxx::work tx(connection);
+    if (!tx.exec_prepared1("sql_intake_lock")[0].as<bool>()) {
+        batch.held_elsewhere = true;
         return batch;
-    };
+    }
+    const auto rows = take_rows(tx, limits, only ? 1 : limits.commands, only);
+    std::vector<std::int64_t> ids;
+    std::vector<std::string> routing_keys;
+    for (const auto& row : rows) {
+        const auto command = row_of(row);
+        ids.push_back(command.id);
+        routing_keys.push_back(command.routing_key);
+        batch.commands.push_back(parse(command));
+    }
+    batch.more = rows.size() == limits.commands;
+    if (ids.empty()) return batch;
+    batch.outcomes = apply_in(tx, batch.commands, nullptr);
+    settle(tx, ids, batch.commands, batch.outcomes, routing_keys);
+    tx.commit();
+    return batch;
+}
+
+// The command `id`, whose data PostgreSQL refused (`failure`), rejected with that reason; the
+// batch it was taken in, or an empty one if the intake is held elsewhere or the command gone.
+SqlCommandBatch reject_refused(pqxx::connection& connection, const SqlCommandLimits& limits,
+                               const ParseRow& parse, std::int64_t id,
+                               const std::exception& failure) {
+    SqlCommandBatch batch;
+    pqxx::work tx(connection);
+    if (!tx.exec_prepared1("sql_intake_lock")[0].as<bool>()) {
+        batch.held_elsewhere = true;
+        return batch;
+    }
+    const auto rows = take_rows(tx, limits, 1, id);
+    if (rows.empty()) return batch;
+    const auto row = row_of(rows[0]);
+    batch.commands.push_back(parse(row));
+    batch.outcomes.push_back({CommandStatus::rejected, std::nullopt,
+                              "PostgreSQL refused it: " + printable(failure.what(), kMaxQuotedBytes)});
+    settle(tx, {id}, batch.commands, batch.outcomes, {row.routing_key});
+    tx.commit();
+    return batch;
+}
+
+void append(SqlCommandBatch& to, SqlCommandBatch&& from) {
+    for (std::size_t i = 0; i < from.commands.size(); ++i) {
+        to.commands.push_back(std::move(from.commands[i]));
+        to.outcomes.push_back(from.outcomes[i]);
+    }
+}
+
+}  // namespace
+
+SqlCommandBatch JobStore::take_sql_commands(const SqlCommandLimits& limits, const ParseRow& parse) {
     try {
-        return take(std::nullopt);
+        return take_batch(*connection_, limits, parse, std::nullopt);
     } catch (const std::exception& failure) {
         if (classify_failure(failure) == FailureKind::transient) throw;
     }
@@ -143,16 +155,9 @@ SqlCommandBatch JobStore::take_sql_commands(const SqlCommandLimits& limits,
     SqlCommandBatch result;
     result.more = ids.size() == limits.commands;
     for (const auto id : ids) {
+        SqlCommandBatch one;
         try {
-            auto one = take(id);
-            if (one.held_elsewhere) {
-                result.held_elsewhere = true;
-                break;
-            }
-            for (std::size_t i = 0; i < one.commands.size(); ++i) {
-                result.commands.push_back(std::move(one.commands[i]));
-                result.outcomes.push_back(one.outcomes[i]);
-            }
+            one = take_batch(*connection_, limits, parse, id);
         } catch (const std::exception& failure) {
             const auto kind = classify_failure(failure);
             if (kind == FailureKind::transient) throw;
@@ -160,23 +165,13 @@ SqlCommandBatch JobStore::take_sql_commands(const SqlCommandLimits& limits,
                 ++result.waiting;
                 break;  // this command and every later one wait: their order is kept
             }
-            // Refused for its data: rejected with PostgreSQL's reason.
-            pqxx::work tx(*connection_);
-            if (!tx.exec_prepared1("sql_intake_lock")[0].as<bool>()) break;
-            const auto rows = tx.exec_prepared("take_commands", 1L,
-                                               static_cast<long long>(limits.body_bytes),
-                                               static_cast<long long>(limits.json_bytes), id);
-            if (rows.empty()) continue;
-            const auto row = row_of(rows[0]);
-            auto command = parse(row);
-            const CommandOutcome outcome{CommandStatus::rejected, std::nullopt,
-                                         "PostgreSQL refused it: " +
-                                             printable(failure.what(), kMaxQuotedBytes)};
-            settle(tx, {id}, {command}, {outcome}, {row.routing_key});
-            tx.commit();
-            result.commands.push_back(std::move(command));
-            result.outcomes.push_back(outcome);
+            one = reject_refused(*connection_, limits, parse, id, failure);
         }
+        if (one.held_elsewhere) {
+            result.held_elsewhere = true;
+            break;
+        }
+        append(result, std::move(one));
     }
     return result;
 }

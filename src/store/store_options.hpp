@@ -19,4 +19,7 @@ struct StoreOptions {
     bool background = false;
 };
 
+// The URL with its password masked, for logs.
+std::string mask_pg_url(const std::string& url);
+
 }  // namespace hourglass::store

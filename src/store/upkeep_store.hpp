@@ -27,6 +27,8 @@ public:
     virtual void fold_job_counts() = 0;
     // The counts, oldest pending lag, next due time and the SQL intake's backlog.
     virtual Stats stats_counts() = 0;
+    // The counts and the lateness of the last hour, in one read (`hourglass status`).
+    virtual Stats stats() = 0;
     // The lateness percentiles of the last hour (reads every release of that hour).
     virtual HourLateness stats_lateness() = 0;
     // Instances whose heartbeat is younger than `silent_for`.
@@ -45,6 +47,8 @@ public:
                                          std::size_t limit) = 0;
     // Deletes up to `limit` receipts of the SQL intake written longer than `retention` ago.
     virtual std::size_t prune_receipts(Milliseconds retention, std::size_t limit) = 0;
+    // The jobs prune_ended would delete with `retention` (`hourglass prune --dry-run`).
+    virtual std::int64_t count_prunable(Milliseconds retention) = 0;
     // Bytes of hourglass.jobs with its indexes and TOAST.
     virtual std::int64_t table_bytes() = 0;
 };

@@ -136,7 +136,7 @@ public:
     }
     // Like JobStore::claim_due: within the limit of runs and bytes, the first run always.
     store::Claim claim_due(const std::string& owner, TimePoint horizon_end, store::ClaimLimit limit,
-                           Milliseconds, std::optional<TimePoint>) override {
+                           Milliseconds, std::optional<TimePoint>, Milliseconds) override {
         std::unique_lock lock(db_.mutex);
         db_.claims_opened.wait(lock, [&] { return !db_.claims_allowed || db_.claims < *db_.claims_allowed; });
         db_.check_reachable();

@@ -1,20 +1,15 @@
-// The console's reads of PostgreSQL (reference §9), over one connection of its own. Every query
-// is served by an index and bounded by a LIMIT, so that each stays fast at 10 M jobs
-// (measured by scripts/bench prune); a statement timeout guards the rest. Cancel goes through
-// JobStore::apply, the path of a cancel command.
+// What the console's /api/ answers (reference §9), as JSON built from the store's rows
+// (store::ConsoleStore), within the bounds below.
 #pragma once
 
 #include <nlohmann/json.hpp>
 
+#include <memory>
 #include <optional>
 #include <string>
 
 #include "hourglass/command.hpp"
-#include "store/job_store.hpp"
-
-namespace pqxx {
-class row;
-}
+#include "store/console_store.hpp"
 
 namespace hourglass::console {
 
@@ -27,9 +22,9 @@ inline constexpr std::size_t kNextRuns = 3;           // next runs shown per cro
 inline constexpr std::size_t kBodyShownBytes = 4096;  // of a job's body
 inline constexpr std::size_t kCancelPrefixCountCap = 100000;  // jobs counted before a cancel
 
-class ConsoleStore {
+class ConsoleData {
 public:
-    explicit ConsoleStore(const store::StoreOptions& options);
+    explicit ConsoleData(std::unique_ptr<store::ConsoleStore> store);
 
     // Running instances and their last heartbeat.
     nlohmann::json instances();
@@ -52,8 +47,7 @@ public:
     CommandOutcome apply(Command command);
 
 private:
-    static nlohmann::json cron_schedule_of(const pqxx::row& row);
-    store::JobStore store_;
+    std::unique_ptr<store::ConsoleStore> store_;
 };
 
 }  // namespace hourglass::console

@@ -1,0 +1,14 @@
+-- A job scheduled again under its id ($1: a JSON array of rows, as insert_jobs): everything
+-- but the id is the new command's, and it is pending and unclaimed again.
+UPDATE jobs j
+SET routing_key = x.routing_key, exchange = x.exchange, due_at = x.due_at,
+    accepted_at = x.accepted_at, body = decode(x.body, 'base64'), properties = x.properties,
+    cron = x.cron, cron_tz = x.cron_tz, cron_until = x.cron_until, cron_limit = x.cron_limit,
+    expires_after_ms = x.expires_after_ms, cron_catchup = x.cron_catchup, paused_at = NULL,
+    expired_at = NULL, state = 'pending', lease_owner = NULL, lease_until = NULL,
+    updated_at = now()
+FROM jsonb_to_recordset($1::jsonb) AS x(id text, routing_key text, exchange text,
+     due_at timestamptz, accepted_at timestamptz, body text, properties jsonb, cron text,
+     cron_tz text, cron_until timestamptz, cron_limit integer, leased boolean,
+     expires_after_ms bigint, cron_catchup text)
+WHERE j.id = x.id

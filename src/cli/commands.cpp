@@ -308,7 +308,9 @@ int run_service(const ServiceOptions& options) {
                                                           .limits = ingest_options.limits,
                                                           .horizon = ingest_options.horizon,
                                                           .metrics = service_metrics};
-        const ingest::LoaderLink link{.wake = [&](TimePoint due) { loader.wake_for(due); }};
+        // The SQL intake claims nothing at insert: it only wakes the loader.
+        ingest::LoaderLink link;
+        link.wake = [&](TimePoint due) { loader.wake_for(due); };
         ingest::run_sql_intake(sql_intake_options, link, stop.get_token());
     });
     // Runs with an x-hourglass-exchange target, released by the forward ladder.

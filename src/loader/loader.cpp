@@ -74,7 +74,14 @@ Loader::Loader(LoaderOptions options, NextRunFunction next_run, LoaderSeams seam
       metrics_(options_.metrics->registry()),
       forward_ladder_declared_(options_.topology.forward_ladder),
       ladder_(delay::DelayLadder::for_horizon(options_.horizon)),
-      release_messages_(options_.topology, ladder_, options_.releases_observed) {}
+      release_messages_(options_.topology, ladder_, options_.releases_observed),
+      ledger_(MemoryBounds{.max_runs = options_.max_in_memory_runs,
+                           .max_bytes = options_.max_in_memory_bytes,
+                           .claim_batch = options_.claim_batch,
+                           .max_burst_runs = options_.max_burst_runs,
+                           .max_burst_bytes = options_.max_burst_bytes}),
+      bursts_(options_.burst_min_runs, options_.max_burst_runs > 0, options_.horizon,
+              ladder_.step(), kMaxSharedInstants) {}
 
 Loader::~Loader() = default;
 
@@ -111,18 +118,15 @@ std::optional<InsertClaimOffer> Loader::offer_insert_claims(std::size_t runs, st
     const auto now = clock_now();
     std::lock_guard lock(mutex_);
     if (!insert_claims_open_) return std::nullopt;
-    const auto held_bytes = in_memory_bytes_ - burst_bytes_ + reserved_bytes_;
     InsertClaimOffer offer{
         .owner = options_.owner,
         .lease = options_.lease + ladder_.step(),  // as a claim's: the wait, then `lease`
         .horizon_end = now + options_.horizon,
         .runs = std::min(runs, claim_capacity()),
-        .bytes = std::min(bytes, options_.max_in_memory_bytes -
-                                     std::min(held_bytes, options_.max_in_memory_bytes)),
+        .bytes = std::min(bytes, ledger_.claim_bytes()),
         .epoch = claims_epoch_};
     if (offer.runs == 0 || offer.bytes == 0) return std::nullopt;
-    reserved_runs_ += offer.runs;
-    reserved_bytes_ += offer.bytes;
+    ledger_.reserve(offer.runs, offer.bytes);
     ++open_offers_;
     return offer;
 }
@@ -138,8 +142,7 @@ void Loader::adopt_insert_claims(const InsertClaimOffer& offer, std::vector<Clai
         std::lock_guard lock(mutex_);
         open_offers_ -= std::min<std::size_t>(open_offers_, 1);
         if (runs.empty()) {
-            reserved_runs_ -= std::min(reserved_runs_, offer.runs);
-            reserved_bytes_ -= std::min(reserved_bytes_, offer.bytes);
+            ledger_.end_reservation(offer.runs, offer.bytes);
         } else {
             adopted_.push_back(AdoptedClaims{.epoch = offer.epoch,
                                              .reserved_runs = offer.runs,
@@ -169,8 +172,7 @@ Loader::AdoptedClaims Loader::take_insert_claims(bool stopping) {
         // Leased before the loader forgot its claims (others may have taken them over), or
         // while it stops: given back for any instance to claim.
         for (const auto& run : claims.runs) given_back_.push_back(run.id);
-        reserved_runs_ -= std::min(reserved_runs_, claims.reserved_runs);
-        reserved_bytes_ -= std::min(reserved_bytes_, claims.reserved_bytes);
+        ledger_.end_reservation(claims.reserved_runs, claims.reserved_bytes);
     }
     return taken;
 }
@@ -183,8 +185,7 @@ void Loader::schedule_with_insert_claims(std::vector<ClaimedRun> claimed) {
     schedule(std::move(claimed));
     // Scheduled, they count as held: their offers' room is no longer reserved.
     std::lock_guard lock(mutex_);
-    reserved_runs_ -= std::min(reserved_runs_, adopted.reserved_runs);
-    reserved_bytes_ -= std::min(reserved_bytes_, adopted.reserved_bytes);
+    ledger_.end_reservation(adopted.reserved_runs, adopted.reserved_bytes);
 }
 
 void Loader::close_insert_claims() {
@@ -296,7 +297,7 @@ void Loader::schedule(std::vector<ClaimedRun> runs) {
         for (const auto& entry : scheduled) ids.push_back(entry.run->id);
         held_.add(ids);
         for (auto& entry : scheduled) {
-            in_memory_bytes_ += entry.bytes;
+            ledger_.hold(entry.bytes);
             schedule_.push(std::move(entry));
         }
         ++schedule_generation_;
@@ -306,57 +307,30 @@ void Loader::schedule(std::vector<ClaimedRun> runs) {
 }
 
 void Loader::mark_bursts(std::vector<Scheduled>& scheduled, TimePoint now) {
-    if (options_.max_burst_runs == 0) return;
-    // Every run counts: a recurring run of a burst (a popular cron minute) moves its row on to
-    // the next run at its confirm, at the instant, as a one-shot run's ends `enqueued` then. A
-    // targeted run of a burst goes to the forward queue at its due time, as its forward delay
-    // queue would send it.
-    // Kept a horizon after the instant: the runs of a burst claimed late go the same way.
-    std::erase_if(burst_instants_, [&](TimePoint instant) { return instant < now - options_.horizon; });
-    std::erase_if(shared_instants_, [&](const auto& counted) { return counted.first < now; });
-    std::map<TimePoint, std::size_t> per_instant;
-    for (const auto& entry : scheduled) ++per_instant[entry.run->due_at];
-    // A burst whose runs come into the horizon over several claims (a hotspot scheduled within
-    // the horizon, at a pace) counts them all: its later runs go out as a burst. Only instants
-    // shared by runs of one claim are counted, so runs due at distinct instants (a steady
-    // load) take no room, and at most kMaxSharedInstants are (beyond them, an instant is a
-    // burst by one claim's runs alone, as before).
-    for (const auto& [instant, runs] : per_instant) {
-        auto counted = shared_instants_.find(instant);
-        if (counted == shared_instants_.end() && runs > 1 && shared_instants_.size() < kMaxSharedInstants) {
-            counted = shared_instants_.emplace(instant, 0).first;
+    std::vector<PlannedRun> runs;
+    runs.reserve(scheduled.size());
+    for (const auto& entry : scheduled) runs.push_back({entry.run->due_at, entry.bytes});
+    const auto plans = bursts_.plan(runs, now, ledger_);
+    std::vector<Scheduled> kept;
+    kept.reserve(scheduled.size());
+    for (std::size_t i = 0; i < scheduled.size(); ++i) {
+        auto& entry = scheduled[i];
+        if (plans[i] == BurstPlan::deferred) {
+            burst_deferred_.push_back(entry.run->id);
+            continue;
         }
-        const auto total = counted == shared_instants_.end() ? runs : (counted->second += runs);
-        if (total >= options_.burst_min_runs) burst_instants_.insert(instant);
+        if (plans[i] != BurstPlan::delay_queues) {
+            entry.burst = true;
+            entry.publish_at = entry.run->due_at;
+            entry.burst_held = plans[i] == BurstPlan::burst_held;
+        }
+        kept.push_back(std::move(entry));
     }
-    std::erase_if(scheduled, [&](Scheduled& entry) {
-        const auto& run = *entry.run;
-        if (!burst_instants_.contains(run.due_at)) return false;
-        entry.burst = true;
-        entry.publish_at = run.due_at;
-        // Within a step of its due time it is held no longer than any run published into a
-        // delay queue: the others' bounds hold it.
-        if (run.due_at <= now + ladder_.step()) return false;
-        if (burst_runs_ < options_.max_burst_runs &&
-            burst_bytes_ + entry.bytes <= options_.max_burst_bytes) {
-            entry.burst_held = true;
-            ++burst_runs_;
-            burst_bytes_ += entry.bytes;
-            return false;
-        }
-        // No room to hold it: back to the store until its instant.
-        burst_cut_ = burst_cut_ ? std::min(*burst_cut_, run.due_at) : run.due_at;
-        burst_deferred_.push_back(run.id);
-        return true;
-    });
+    scheduled = std::move(kept);
 }
 
 void Loader::forget_held(const Scheduled& scheduled) {
-    in_memory_bytes_ -= std::min(in_memory_bytes_, scheduled.bytes);
-    if (scheduled.burst_held) {
-        burst_runs_ -= std::min<std::size_t>(burst_runs_, 1);
-        burst_bytes_ -= std::min(burst_bytes_, scheduled.bytes);
-    }
+    ledger_.forget(scheduled.bytes, scheduled.burst_held);
 }
 
 void Loader::confirmed(std::vector<HandedOverRun> runs) {
@@ -578,16 +552,13 @@ void Loader::claim_loop(std::stop_token stop) {
                 {
                     std::lock_guard lock(mutex_);
                     limit.runs = claim_capacity();
-                    limit.bytes = options_.max_in_memory_bytes -
-                                  std::min(in_memory_bytes_ - burst_bytes_ + reserved_bytes_,
-                                           options_.max_in_memory_bytes);
+                    limit.bytes = ledger_.claim_bytes();
                     woken = std::exchange(wake_requested_, false);
                 }
                 const auto steady_now = seams_.steady_now();
                 // A burst whose runs wait in the store is a step away: claim them now, within the
                 // others' bounds, so that they are in hand by the instant.
-                const bool cut_reached = burst_cut_ && clock_now() >= *burst_cut_ - ladder_.step();
-                if (cut_reached) burst_cut_.reset();
+                const bool cut_reached = bursts_.cut_reached(clock_now());
                 const bool claim_now = backlog || woken || cut_reached || steady_now >= next_claim;
                 if (claim_now) next_claim = steady_now + options_.poll_interval;
                 // Runs just given back were refused by the broker: claiming them again at once
@@ -596,7 +567,7 @@ void Loader::claim_loop(std::stop_token stop) {
                     // The lease covers the wait in memory before the publish, then `lease`.
                     const auto now = clock_now();
                     auto horizon_end = now + options_.horizon;
-                    if (burst_cut_) horizon_end = std::min(horizon_end, *burst_cut_ - Milliseconds{1});
+                    if (const auto cut = bursts_.cut()) horizon_end = std::min(horizon_end, *cut - Milliseconds{1});
                     auto [runs, at_limit] = store.claim_due(options_.owner, horizon_end,
                                                             limit, options_.lease + ladder_.step(),
                                                             resend_due_before(now),
@@ -621,7 +592,7 @@ void Loader::claim_loop(std::stop_token stop) {
                 // left in the store for want of room, and no burst waits there.
                 {
                     std::lock_guard lock(mutex_);
-                    insert_claims_open_ = !backlog && !burst_cut_;
+                    insert_claims_open_ = !backlog && !bursts_.cut();
                 }
                 if (backlog && claim_now && limit.runs > 0 && given_back.empty()) continue;
             }
@@ -629,9 +600,9 @@ void Loader::claim_loop(std::stop_token stop) {
             if (stop.stop_requested()) insert_claims_open_ = false;
             auto wait = std::max(std::chrono::steady_clock::duration::zero(),
                                  next_claim - seams_.steady_now());
-            if (burst_cut_) {
+            if (const auto cut = bursts_.cut()) {
                 wait = std::min<std::chrono::steady_clock::duration>(
-                    wait, std::max(Milliseconds{0}, *burst_cut_ - ladder_.step() - clock_now()));
+                    wait, std::max(Milliseconds{0}, *cut - ladder_.step() - clock_now()));
             }
             claimer_wake_.wait_for(lock, wait, [&] {
                 // With a backlog, confirms that free room for a whole batch (or all of a
@@ -649,12 +620,7 @@ void Loader::claim_loop(std::stop_token stop) {
 std::size_t Loader::claim_capacity() const {
     // Burst runs have bounds of their own (mark_bursts); runs ingest may claim at insert count
     // from their offer on.
-    const auto held = schedule_.size() + in_flight_ - burst_runs_ + reserved_runs_;
-    if (held >= options_.max_in_memory_runs ||
-        in_memory_bytes_ - burst_bytes_ + reserved_bytes_ >= options_.max_in_memory_bytes) {
-        return 0;
-    }
-    return std::min(options_.claim_batch, options_.max_in_memory_runs - held);
+    return ledger_.claim_runs(schedule_.size() + in_flight_);
 }
 
 // Records confirmed runs in batches: a claim batch of them, or once the oldest has waited
@@ -784,9 +750,7 @@ void Loader::finish_claims(store::ClaimStore& store) {
             for (const auto& run : claims.runs) unpublished.push_back(run.id);
         }
         adopted_.clear();
-        in_memory_bytes_ = 0;
-        burst_runs_ = 0;
-        burst_bytes_ = 0;
+        ledger_.forget_all();
     }
     // Rows another transaction holds stay claimed: taken over once the lease ends.
     const auto kept = store.release_claims(options_.owner, unpublished).size();

@@ -40,9 +40,11 @@
 #include "delay/topology.hpp"
 #include "hourglass/job.hpp"
 #include "hourglass/metrics.hpp"
+#include "loader/burst_planner.hpp"
 #include "loader/held_runs.hpp"
 #include "loader/lease_keeper.hpp"
 #include "loader/loader_metrics.hpp"
+#include "loader/memory_ledger.hpp"
 #include "loader/release_channel.hpp"
 #include "store/claim_store.hpp"
 #include "store/store_options.hpp"
@@ -170,7 +172,7 @@ private:
         // By pointer, so that the schedule's heap moves a few words per step, not a whole run,
         // and keeps no capacity for the runs of a past hotspot (about 700 bytes each).
         std::unique_ptr<ClaimedRun> run;
-        std::size_t bytes = 0;  // body and properties, counted in in_memory_bytes_ until confirmed
+        std::size_t bytes = 0;  // body and properties, counted in ledger_ until confirmed
         // Set at publish for a run of a release group other than its last (see group_releases).
         std::optional<RunRef> observed_with;
         // A run of a burst: published at its due time straight to the release exchange (the
@@ -221,12 +223,9 @@ private:
     std::size_t claim_capacity() const;
     // Takes a run off the memory bounds (mutex_ held): confirmed, given back or forgotten.
     void forget_held(const Scheduled& scheduled);
-    // Makes the runs of a burst among a claim's runs burst runs (mutex_ held): held until their
-    // due time, then published to the release exchange. An instant is a burst once this claim,
-    // or the claims since its first shared runs (shared_instants_), hold kBurstMinRuns of its
-    // runs; runs claimed before that took the delay queues. The runs of a burst that the burst
-    // bounds cannot hold go back to the store, and claims stop short of that instant until it
-    // is a ladder step away (burst_cut_): then they are claimed within the others' bounds.
+    // Makes the runs of a burst among a claim's runs burst runs, as bursts_ plans them
+    // (mutex_ held): held until their due time, then published to the release exchange; those
+    // the burst bounds cannot hold leave `scheduled` for the store (burst_deferred_).
     void mark_bursts(std::vector<Scheduled>& scheduled, TimePoint now);
     void heartbeat_loop(std::stop_token stop);
     // Gives back the runs leased to this instance by claims older than the orphan age that it
@@ -277,17 +276,9 @@ private:
     std::condition_variable recorder_wake_;
     Schedule schedule_;
     std::size_t in_flight_ = 0;        // published, not yet confirmed
-    std::size_t in_memory_bytes_ = 0;  // bodies and properties of scheduled and in-flight runs
-    std::size_t burst_runs_ = 0;       // of those, burst runs (counted in both)
-    std::size_t burst_bytes_ = 0;
-    // Claimer thread only: instants found to be bursts, until a horizon after they passed.
-    std::set<TimePoint> burst_instants_;
-    // Claimer thread only: runs claimed so far per instant shared by runs of a claim,
-    // until the instant passed (mark_bursts).
-    std::map<TimePoint, std::size_t> shared_instants_;
-    // Claimer thread only: the earliest burst instant with runs left in the store for lack of
-    // room; claims take no run due at or after it until it is a step away.
-    std::optional<TimePoint> burst_cut_;
+    MemoryLedger ledger_;  // the memory bounds of scheduled and in-flight runs, and of offers
+    // Claimer thread only: which runs of a claim are burst runs, and the burst cut.
+    BurstPlanner bursts_;
     std::vector<HandedOverRun> confirmed_;
     std::chrono::steady_clock::time_point confirmed_since_{};  // the oldest in confirmed_
     // Claimed runs the broker refused or may not have received: the claimer gives them back to
@@ -306,8 +297,6 @@ private:
     };
     bool insert_claims_open_ = false;
     std::size_t open_offers_ = 0;
-    std::size_t reserved_runs_ = 0;
-    std::size_t reserved_bytes_ = 0;
     std::vector<AdoptedClaims> adopted_;
     // Bumped when the loader forgets its claims (forget_lost_claims): runs leased under an
     // offer made before are given back, not published.

@@ -78,6 +78,7 @@ public:
                                                        Milliseconds age) = 0;
     // Gives back those of `ids` still leased to `owner` by a claim older than `age` (as
     // above), so that a run claimed again meanwhile is never given back; returns their count.
+    // Never waits for a row another transaction holds: passes it by (the heartbeat calls it).
     virtual std::size_t release_orphaned_claims(const std::string& owner,
                                                 const std::vector<std::string>& ids,
                                                 Milliseconds lease, Milliseconds age) = 0;

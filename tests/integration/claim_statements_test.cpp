@@ -256,5 +256,27 @@ TEST_F(ClaimStatements, giving_back_claims_leaves_the_runs_whose_rows_another_tr
     EXPECT_EQ(leases(), "free -,held -");
 }
 
+// The heartbeat's reconciliation gives back orphaned claims (a lost commit reply); a row an
+// operator's transaction holds must not make it wait: the heartbeat would stop beating and the
+// instance be taken for dead. It is passed by, and given back once the transaction ends.
+TEST_F(ClaimStatements, giving_back_orphaned_claims_passes_by_the_rows_another_transaction_holds) {
+    store::migrate(*db_, schema_, false);
+    store::JobStore store({pg_url_, schema_});
+    sql("INSERT INTO jobs (id, routing_key, due_at, body, properties) "
+        "SELECT id, 'jobs.test', now() + interval '1 second', '\\x00', '{}' "
+        "FROM unnest(ARRAY['free', 'held']) id");
+    ASSERT_EQ(store.claim_due("loader", now_ms() + 60s, 1000, 60s).size(), 2u);
+    pqxx::connection operator_session(pg_url_);
+    pqxx::work held(operator_session);
+    held.exec("UPDATE " + held.quote_name(schema_) + ".jobs SET routing_key = routing_key WHERE id = 'held'");
+    // Claimed with a 60 s lease: "older than 0 ms" is every claim of this loader.
+    const auto started = std::chrono::steady_clock::now();
+    EXPECT_EQ(store.release_orphaned_claims("loader", {"free", "held"}, 60s, 0ms), 1u);
+    EXPECT_LT(std::chrono::steady_clock::now() - started, 1s);
+    held.abort();
+    EXPECT_EQ(store.release_orphaned_claims("loader", {"free", "held"}, 60s, 0ms), 1u);
+    EXPECT_EQ(sql("SELECT count(*) FROM jobs WHERE lease_owner IS NOT NULL")[0][0].as<int>(), 0);
+}
+
 }  // namespace
 }  // namespace hourglass::testing

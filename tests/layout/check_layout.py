@@ -22,8 +22,6 @@ DEBTS = {
     "src/cli/main.cpp": {"add_service_options", "main"},
     "src/console/console.cpp": {"Console::add_routes"},
     "src/ingest/command_parser.cpp": {"parse_or_throw"},
-    "src/loader/loader.cpp": {"file", "Loader::claim_loop", "Loader::publish_session",
-                              "Loader::record_loop"},
 }
 
 

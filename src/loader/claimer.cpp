@@ -1,0 +1,348 @@
+// The loader's claimer thread: claims runs due within the horizon into the schedule, within
+// the memory bounds (MemoryLedger) and the burst plan (BurstPlanner), and gives back what the
+// broker refused.
+#include "loader/loader.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <utility>
+
+#include "amqp/confirm_tracker.hpp"
+#include "common/retry.hpp"
+#include "common/text.hpp"
+#include "common/thread_name.hpp"
+
+namespace hourglass::loader {
+
+std::vector<std::string> Loader::give_back_refused(store::ClaimStore& store,
+                                                   std::vector<std::string>& held_give_backs,
+                                                   LockedRowsRetry& retry) {
+    std::vector<std::string> given_back;
+    std::vector<std::string> deferred;
+    {
+        std::lock_guard lock(mutex_);
+        given_back.swap(given_back_);
+        deferred.swap(burst_deferred_);
+    }
+    auto to_give_back = given_back;
+    to_give_back.insert(to_give_back.end(), deferred.begin(), deferred.end());
+    const bool tried_held = retry.due(seams_.steady_now());
+    if (tried_held) {
+        to_give_back.insert(to_give_back.end(), held_give_backs.begin(), held_give_backs.end());
+        held_give_backs.clear();
+    }
+    std::vector<std::string> left;
+    try {
+        left = store.release_claims(options_.owner, to_give_back);
+    } catch (...) {
+        std::lock_guard lock(mutex_);
+        given_back_.insert(given_back_.end(), to_give_back.begin(), to_give_back.end());
+        throw;
+    }
+    if (!given_back.empty() && to_give_back.size() > left.size()) {
+        spdlog::info("loader: gave back {} claimed runs the broker did not confirm",
+                     std::min(given_back.size(), to_give_back.size() - left.size()));
+    }
+    if (!left.empty() && !retry.waiting()) {
+        spdlog::warn("loader: {} claimed runs the broker did not confirm wait to be given "
+                     "back: another PostgreSQL transaction holds their rows",
+                     left.size());
+    }
+    held_give_backs.insert(held_give_backs.end(), left.begin(), left.end());
+    retry.settled(seams_.steady_now(), !held_give_backs.empty(), tried_held);
+    return given_back;
+}
+
+bool Loader::claim_round(store::ClaimStore& store, ClaimPacing& pacing, bool refused_just_now) {
+    store::ClaimLimit limit{.runs = 0};
+    bool woken = false;
+    {
+        std::lock_guard lock(mutex_);
+        limit.runs = claim_capacity();
+        limit.bytes = ledger_.claim_bytes();
+        woken = std::exchange(wake_requested_, false);
+    }
+    const auto steady_now = seams_.steady_now();
+    // A burst whose runs wait in the store is a step away: claim them now, within the others'
+    // bounds, so that they are in hand by the instant.
+    const bool cut_reached = bursts_.cut_reached(clock_now());
+    const bool claim_now = pacing.backlog || woken || cut_reached || steady_now >= pacing.next_claim;
+    if (claim_now) pacing.next_claim = steady_now + options_.poll_interval;
+    // Runs just given back were refused by the broker: claiming them again at once would only
+    // spin; the next poll (or a wake) tries again.
+    const bool claimed = claim_now && limit.runs > 0 && !refused_just_now;
+    if (claimed) {
+        // The lease covers the wait in memory before the publish, then `lease`.
+        const auto now = clock_now();
+        auto horizon_end = now + options_.horizon;
+        if (const auto cut = bursts_.cut()) horizon_end = std::min(horizon_end, *cut - Milliseconds{1});
+        auto [runs, at_limit] = store.claim_due(options_.owner, horizon_end, limit,
+                                                options_.lease + ladder_.step(),
+                                                resend_due_before(now),
+                                                leases_.timings().takeover_after);
+        pacing.backlog = at_limit;
+        if (!runs.empty()) spdlog::debug("loader: claimed {} runs", runs.size());
+        const auto resent =
+            std::count_if(runs.begin(), runs.end(), [](const auto& run) { return run.resent; });
+        if (resent > 0) {
+            spdlog::warn("loader: publishing {} runs again: handed over, but not released {} ms "
+                         "after their due time",
+                         resent, options_.resend_after->count());
+            metrics_.count_runs_resent(static_cast<std::size_t>(resent));
+        }
+        // Runs given back wait for the next poll, as refused ones do.
+        if (!prepare_forward_ladder(runs)) pacing.backlog = false;
+        schedule_with_insert_claims(std::move(runs));
+    } else if (claim_now) {
+        schedule_with_insert_claims({});
+    }
+    // Ingest claims at insert only what no claim would take first: nothing is left in the
+    // store for want of room, and no burst waits there.
+    {
+        std::lock_guard lock(mutex_);
+        insert_claims_open_ = !pacing.backlog && !bursts_.cut();
+    }
+    return pacing.backlog && claimed;
+}
+
+void Loader::wait_for_claim_work(std::stop_token stop, const ClaimPacing& pacing, bool threads_done) {
+    std::unique_lock lock(mutex_);
+    if (stop.stop_requested()) insert_claims_open_ = false;
+    auto wait = std::max(std::chrono::steady_clock::duration::zero(),
+                         pacing.next_claim - seams_.steady_now());
+    if (const auto cut = bursts_.cut()) {
+        wait = std::min<std::chrono::steady_clock::duration>(
+            wait, std::max(Milliseconds{0}, *cut - ladder_.step() - clock_now()));
+    }
+    claimer_wake_.wait_for(lock, wait, [&] {
+        // With a backlog, confirms that free room for a whole batch (or all of a smaller
+        // limit) start the next claim at once.
+        const bool room_for_a_batch =
+            claim_capacity() >= std::min(options_.claim_batch, options_.max_in_memory_runs);
+        return wake_requested_ || !given_back_.empty() || (pacing.backlog && room_for_a_batch) ||
+               (publisher_done_ && recorder_done_) != threads_done ||
+               (stop.stop_requested() && publisher_done_ && recorder_done_);
+    });
+}
+
+void Loader::claim_loop(std::stop_token stop) {
+    // After `stop` the claimer keeps going until the publisher has finished, so that confirmed
+    // runs are recorded. If the database fails after `stop`, leases simply expire.
+    // Runs to give back whose rows another transaction holds: given back when `retry` says, and
+    // meanwhile claimed by nobody else (this instance's lease), nor held up by anything.
+    std::vector<std::string> held_give_backs;
+    LockedRowsRetry retry;
+    run_with_reconnect("loader (PostgreSQL)", stop, [&] {
+        const auto connected = seams_.open_store(options_.store);
+        auto& store = *connected;
+        spdlog::info("loader: connected to PostgreSQL");
+        // No claims at insert while the claimer is away: it schedules them.
+        const auto close_on_exit = std::unique_ptr<Loader, void (*)(Loader*)>(this, [](Loader* loader) {
+            std::lock_guard lock(loader->mutex_);
+            loader->insert_claims_open_ = false;
+        });
+        // Claims run every poll interval, at once when woken, and back to back while each
+        // stops at its limit (a hotspot, or memory freed by confirms while one remains).
+        ClaimPacing pacing{.next_claim = seams_.steady_now(), .backlog = true};
+        while (true) {
+            if (leases_.claims_lost()) forget_lost_claims(store);
+            if (stop.stop_requested()) take_insert_claims(true);  // gives them back
+            bool threads_done = false;  // publisher and recorder, after `stop`
+            {
+                std::lock_guard lock(mutex_);
+                threads_done = publisher_done_ && recorder_done_;
+            }
+            const auto given_back = give_back_refused(store, held_give_backs, retry);
+            if (stop.stop_requested()) {
+                if (threads_done) {
+                    close_insert_claims();
+                    finish_claims(store);
+                    return;
+                }
+            } else if (claim_round(store, pacing, !given_back.empty())) {
+                continue;
+            }
+            wait_for_claim_work(stop, pacing, threads_done);
+        }
+    });
+}
+
+std::size_t Loader::claim_capacity() const {
+    // Burst runs have bounds of their own (mark_bursts); runs ingest may claim at insert count
+    // from their offer on.
+    return ledger_.claim_runs(schedule_.size() + in_flight_);
+}
+
+void Loader::schedule(std::vector<ClaimedRun> runs) {
+    if (runs.empty()) return;
+    const auto now = clock_now();
+    // Prepared before taking the lock the publisher needs.
+    std::vector<Scheduled> scheduled;
+    scheduled.reserve(runs.size());
+    for (auto& run : runs) {
+        const auto after = next_run_ ? next_run_(run, now) : AfterHandover{};
+        if (after.catchup > 0) {
+            set_header(run.properties, std::string(header::kCatchup),
+                       static_cast<std::int64_t>(after.catchup));
+        }
+        // Headers count as well as bodies: a job may carry up to a frame of them.
+        const auto bytes = run.body.size() + encoded_size(run.properties);
+        const auto publish_at = ladder_.publish_at(run.due_at, now);
+        scheduled.push_back(Scheduled{.publish_at = publish_at,
+                                      .run = std::make_unique<ClaimedRun>(std::move(run)),
+                                      .bytes = bytes,
+                                      .observed_with = std::nullopt,
+                                      .burst = false,
+                                      .burst_held = false,
+                                      .next_due = after.next_due,
+                                      .skipped = after.skip});
+    }
+    {
+        std::lock_guard lock(mutex_);
+        mark_bursts(scheduled, now);
+        std::vector<std::string> ids;
+        ids.reserve(scheduled.size());
+        for (const auto& entry : scheduled) ids.push_back(entry.run->id);
+        held_.add(ids);
+        for (auto& entry : scheduled) {
+            ledger_.hold(entry.bytes);
+            schedule_.push(std::move(entry));
+        }
+        ++schedule_generation_;
+        metrics_.set_runs_held(schedule_.size() + in_flight_);
+    }
+    publisher_wake_.notify_one();
+}
+
+void Loader::mark_bursts(std::vector<Scheduled>& scheduled, TimePoint now) {
+    std::vector<PlannedRun> runs;
+    runs.reserve(scheduled.size());
+    for (const auto& entry : scheduled) runs.push_back({entry.run->due_at, entry.bytes});
+    const auto plans = bursts_.plan(runs, now, ledger_);
+    std::vector<Scheduled> kept;
+    kept.reserve(scheduled.size());
+    for (std::size_t i = 0; i < scheduled.size(); ++i) {
+        auto& entry = scheduled[i];
+        if (plans[i] == BurstPlan::deferred) {
+            burst_deferred_.push_back(entry.run->id);
+            continue;
+        }
+        if (plans[i] != BurstPlan::delay_queues) {
+            entry.burst = true;
+            entry.publish_at = entry.run->due_at;
+            entry.burst_held = plans[i] == BurstPlan::burst_held;
+        }
+        kept.push_back(std::move(entry));
+    }
+    scheduled = std::move(kept);
+}
+
+bool Loader::prepare_forward_ladder(std::vector<ClaimedRun>& runs) {
+    const auto targeted = [](const ClaimedRun& run) { return !run.exchange.empty(); };
+    if (forward_ladder_declared_ || std::none_of(runs.begin(), runs.end(), targeted)) return true;
+    // The claim that starts the declaration waits for it a while (0.2 s is usual); later claims
+    // only look whether it has ended.
+    const bool starting = !forward_ladder_declaration_.valid();
+    if (starting) {
+        // On a thread of its own, so that a broker that stalls it holds up no claim of the other
+        // runs. Detached: the task owns a copy of the seam, and a declaration still blocked
+        // when the loader ends must not hold up the process's exit.
+        std::packaged_task<void()> declaration(seams_.declare_forward_ladder);
+        forward_ladder_declaration_ = declaration.get_future();
+        std::thread([task = std::move(declaration)]() mutable {
+            name_this_thread("hg-loader-decl");
+            task();
+        }).detach();
+    }
+    const auto wait = starting ? options_.forward_ladder_wait : Milliseconds{0};
+    if (forward_ladder_declaration_.wait_for(wait) == std::future_status::ready) {
+        try {
+            std::exchange(forward_ladder_declaration_, {}).get();
+            forward_ladder_declared_ = true;
+            spdlog::info("loader: declared the forward ladder for runs with a target exchange");
+            return true;
+        } catch (const std::exception& error) {
+            const auto grant = forward_ladder_log_.take(seams_.steady_now());
+            if (grant.log) {
+                spdlog::warn(
+                    "loader: could not declare the forward ladder, so runs with a target "
+                    "exchange wait for the next claim: {}{}",
+                    error.what(), left_out_note(grant.left_out, "failures"));
+            }
+        }
+    }
+    const auto first_targeted = std::stable_partition(
+        runs.begin(), runs.end(), [&](const ClaimedRun& run) { return !targeted(run); });
+    std::lock_guard lock(mutex_);
+    for (auto it = first_targeted; it != runs.end(); ++it) given_back_.push_back(it->id);
+    runs.erase(first_targeted, runs.end());
+    return false;
+}
+
+// Another instance took this one for dead and gave its claims back: what it holds in memory
+// may be others' now. Forget it (runs in flight are recorded only where still its own), and
+// give back anything claimed since, before registering again.
+void Loader::forget_lost_claims(store::ClaimStore& store) {
+    std::size_t forgotten = 0;
+    {
+        std::lock_guard lock(mutex_);
+        forgotten = schedule_.size();
+        while (!schedule_.empty()) forget_held(schedule_.take_top());
+        ++schedule_generation_;
+        ++claims_epoch_;
+    }
+    held_.clear();
+    store.release_all_claims(options_.owner);
+    leases_.claims_forgotten();
+    spdlog::warn("loader: forgot {} claimed runs (other instances took them over) and gave back "
+                 "the rest",
+                 forgotten);
+}
+
+std::optional<TimePoint> Loader::resend_due_before(TimePoint now) {
+    if (!options_.resend_after) return std::nullopt;
+    // After an outage the broker first releases what it held, and the audit records it: a run
+    // counts as lost only once both had `resend_after` to do so.
+    using metrics::Component, metrics::Peer;
+    const auto& metrics = *options_.metrics;
+    const bool observing = metrics.connected(Component::loader, Peer::rabbitmq) &&
+                           metrics.connected(Component::audit, Peer::rabbitmq) &&
+                           metrics.connected(Component::audit, Peer::postgresql);
+    if (!observing) {
+        observing_since_.reset();
+        return std::nullopt;
+    }
+    if (!observing_since_) observing_since_ = now;
+    if (now - *observing_since_ < *options_.resend_after) return std::nullopt;
+    return now - *options_.resend_after;
+}
+
+void Loader::finish_claims(store::ClaimStore& store) {
+    std::vector<std::string> unpublished;
+    {
+        std::lock_guard lock(mutex_);
+        while (!schedule_.empty()) unpublished.push_back(schedule_.take_top().run->id);
+        for (const auto& claims : adopted_) {
+            for (const auto& run : claims.runs) unpublished.push_back(run.id);
+        }
+        adopted_.clear();
+        ledger_.forget_all();
+    }
+    // Rows another transaction holds stay claimed: taken over once the lease ends.
+    const auto kept = store.release_claims(options_.owner, unpublished).size();
+    if (unpublished.size() > kept) {
+        spdlog::info("loader: gave back {} claimed runs not yet published",
+                     unpublished.size() - kept);
+    }
+    // Runs published but not confirmed in time go back too (at least once), and the instance
+    // leaves: nobody waits for its heartbeat to go stale.
+    store.release_all_claims(options_.owner);
+    store.leave(options_.owner);
+}
+
+}  // namespace hourglass::loader

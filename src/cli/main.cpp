@@ -80,8 +80,8 @@ void add_retention_option(CLI::App& command, ServiceOptions& options) {
 ;
 }
 
-void add_service_options(CLI::App& run, ServiceOptions& options) {
-    using namespace hourglass::cli;
+// How the loader claims, holds and hands over runs; how the service stops.
+void add_loader_options(CLI::App& run, ServiceOptions& options) {
     run.add_option("--horizon", options.horizon,
                    "How far ahead jobs are handed to the delay queues (1s-1h, default 60s)")
         ->envname("HOURGLASS_HORIZON");
@@ -133,6 +133,10 @@ void add_service_options(CLI::App& run, ServiceOptions& options) {
                    "normal scheduling if refused (default); off: never ask")
         ->envname("HOURGLASS_REALTIME_PUBLISHER")
         ->check(CLI::IsMember({"auto", "off"}));
+}
+
+// What ingest accepts, the topology, the audit and the HTTP endpoint.
+void add_intake_options(CLI::App& run, ServiceOptions& options) {
     run.add_option("--max-body", options.max_body, "Largest accepted body in bytes")
         ->envname("HOURGLASS_MAX_BODY");
     run.add_option("--allow-exchange", options.allow_exchange,
@@ -220,6 +224,156 @@ void apply_configuration(const CLI::App& app, CLI::App& command, ServiceOptions&
                                    options.secrets()});
 }
 
+// Every command of the binary, with the values its flags fill. CLI11 keeps references to
+// these members: built in place, never copied.
+struct CommandLine {
+    // One options struct per command: CLI11 reads environment variables for every command, so
+    // shared variables would let an unused command's environment overwrite the used one's flags.
+    ServiceOptions run_options, migrate_options, status_options, prune_options, schedule_options,
+        cancel_options, pause_options, resume_options;
+    bool dry_run = false;
+    bool prune_dry_run = false;
+    std::string timeout = "10s";
+    hourglass::cli::ScheduleRequest request;
+    std::string cancel_id, cancel_prefix, pause_id, resume_id;
+    CLI::App* run = nullptr;
+    CLI::App* migrate = nullptr;
+    CLI::App* status = nullptr;
+    CLI::App* prune = nullptr;
+    CLI::App* schedule = nullptr;
+    CLI::App* cancel = nullptr;
+    CLI::App* pause = nullptr;
+    CLI::App* resume = nullptr;
+};
+
+// run, migrate, status and prune: the service and its database.
+void add_service_commands(CLI::App& app, CommandLine& line) {
+    line.run = app.add_subcommand("run", "Run the service (ingest, loader, audit, HTTP)");
+    add_common_options(*line.run, line.run_options);
+    add_amqp_options(*line.run, line.run_options);
+    add_pg_options(*line.run, line.run_options);
+    add_loader_options(*line.run, line.run_options);
+    add_intake_options(*line.run, line.run_options);
+    add_console_options(*line.run, line.run_options);
+
+    line.migrate = app.add_subcommand("migrate", "Apply database migrations");
+    add_common_options(*line.migrate, line.migrate_options);
+    add_pg_options(*line.migrate, line.migrate_options);
+    line.migrate->add_flag("--dry-run", line.dry_run, "List pending migrations without applying them");
+
+    line.status = app.add_subcommand("status", "Show job counts, lag and lateness");
+    add_common_options(*line.status, line.status_options);
+    add_pg_options(*line.status, line.status_options);
+
+    line.prune = app.add_subcommand(
+        "prune", "Delete ended jobs older than --retention now (hourglass run does it all along)");
+    add_common_options(*line.prune, line.prune_options);
+    add_pg_options(*line.prune, line.prune_options);
+    add_retention_option(*line.prune, line.prune_options);
+    line.prune->add_flag("--dry-run", line.prune_dry_run, "Count what would be deleted, delete nothing");
+}
+
+// schedule, cancel, pause and resume: commands published to the service, receipts awaited.
+void add_client_commands(CLI::App& app, CommandLine& line) {
+    const auto client_footer =
+        "Prints the receipt JSON. Exit code: 0 scheduled, replaced, duplicate, cancelled,\n"
+        "paused or resumed;\n"
+        "3 rejected; 4 not_found or too_late; 5 no receipt in time; 2 cannot connect;\n"
+        "64 bad arguments; 1 any other error.";
+    line.schedule = app.add_subcommand("schedule", "Publish a job and wait for its receipt");
+    add_common_options(*line.schedule, line.schedule_options);
+    add_amqp_options(*line.schedule, line.schedule_options);
+    add_schedule_options(*line.schedule, line.request);
+    line.schedule->add_option("--timeout", line.timeout, "How long to wait for the receipt")
+        ->capture_default_str();
+    line.schedule->footer(client_footer);
+
+    line.cancel = app.add_subcommand(
+        "cancel", "Cancel a job, or every pending job of a routing key prefix, and wait for the receipt");
+    add_common_options(*line.cancel, line.cancel_options);
+    add_amqp_options(*line.cancel, line.cancel_options);
+    auto* cancel_by_id = line.cancel->add_option("id", line.cancel_id, "Job id");
+    line.cancel
+        ->add_option("--routing-key-prefix", line.cancel_prefix,
+                     "Cancel every pending or paused job whose routing key starts with this; "
+                     "the receipt counts them")
+        ->excludes(cancel_by_id);
+    line.cancel->add_option("--timeout", line.timeout, "How long to wait for the receipt")
+        ->capture_default_str();
+    line.cancel->footer(client_footer);
+
+    // pause and resume: the same shape, one recurring job each.
+    line.pause = app.add_subcommand("pause", "Pause a recurring job and wait for the receipt");
+    line.resume = app.add_subcommand(
+        "resume", "Resume a paused recurring job and wait for the receipt (x-cron-catchup "
+                  "decides what its missed runs become)");
+    for (auto [subcommand, id, subcommand_options] :
+         {std::tuple{line.pause, &line.pause_id, &line.pause_options},
+          {line.resume, &line.resume_id, &line.resume_options}}) {
+        add_common_options(*subcommand, *subcommand_options);
+        add_amqp_options(*subcommand, *subcommand_options);
+        subcommand->add_option("id", *id, "Job id of the recurring job")->required();
+        subcommand->add_option("--timeout", line.timeout, "How long to wait for the receipt")
+            ->capture_default_str();
+        subcommand->footer(client_footer);
+    }
+}
+
+// The command parsed, and its options.
+std::pair<CLI::App*, ServiceOptions*> parsed_command(CommandLine& line) {
+    const std::pair<CLI::App*, ServiceOptions*> commands[] = {
+        {line.run, &line.run_options},           {line.migrate, &line.migrate_options},
+        {line.status, &line.status_options},     {line.prune, &line.prune_options},
+        {line.schedule, &line.schedule_options}, {line.cancel, &line.cancel_options},
+        {line.pause, &line.pause_options},       {line.resume, &line.resume_options}};
+    for (const auto& [command, options] : commands) {
+        if (command->parsed()) return {command, options};
+    }
+    throw CLI::RequiredError("a command");
+}
+
+int dispatch(CommandLine& line, const CLI::App* command, const ServiceOptions& options) {
+    if (command == line.run) return hourglass::cli::run_service(options);
+    if (command == line.migrate) return hourglass::cli::run_migrate(options, line.dry_run);
+    if (command == line.status) return hourglass::cli::run_status(options);
+    if (command == line.prune) return hourglass::cli::run_prune(options, line.prune_dry_run);
+    const auto names = hourglass::delay::TopologyNames(options.prefix);
+    const auto wait = hourglass::cli::parse_duration(hourglass::cli::kTimeoutOption, line.timeout);
+    if (command == line.schedule) {
+        return hourglass::cli::send_command(
+            options.amqp(), hourglass::cli::schedule_command(line.request, names), wait);
+    }
+    using hourglass::cli::Control;
+    const auto [control, target] =
+        command == line.pause    ? std::pair{Control::pause, line.pause_id}
+        : command == line.resume ? std::pair{Control::resume, line.resume_id}
+        : line.cancel_prefix.empty() ? std::pair{Control::cancel, line.cancel_id}
+                                     : std::pair{Control::cancel_prefix, line.cancel_prefix};
+    return hourglass::cli::send_command(
+        options.amqp(), hourglass::cli::control_command(control, target, names), wait);
+}
+
+// One clear line on stderr, and the exit code that says what failed.
+int report_failure(const std::exception& error, const ServiceOptions& options) {
+    using hourglass::cli::ExitCode;
+    if (dynamic_cast<const hourglass::amqp::ConnectionError*>(&error) != nullptr) {
+        hourglass::logging::report_fatal(error.what());
+        return ExitCode::kExitUnreachable;
+    }
+    if (hourglass::store::is_unreachable(error)) {
+        hourglass::logging::report_fatal(std::string("cannot connect to PostgreSQL: ") + error.what());
+        return ExitCode::kExitUnreachable;
+    }
+    if (hourglass::store::is_missing_table(error)) {
+        hourglass::logging::report_fatal("PostgreSQL: schema " + options.schema +
+                                         " has no hourglass tables (run hourglass migrate): " +
+                                         error.what());
+        return ExitCode::kExitFailed;
+    }
+    hourglass::logging::report_fatal(error.what());
+    return ExitCode::kExitFailed;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -228,105 +382,22 @@ int main(int argc, char** argv) {
     app.footer(
         "Settings: every flag is also an environment variable and a config file key (docs/operating.md).\n"
         "Run `hourglass COMMAND --help` for the flags of one command.");
+    CommandLine line;
+    add_service_commands(app, line);
+    add_client_commands(app, line);
 
-    // One options struct per command: CLI11 reads environment variables for every command, so
-    // shared variables would let an unused command's environment overwrite the used one's flags.
-    ServiceOptions run_options, migrate_options, status_options, prune_options, schedule_options,
-        cancel_options, pause_options, resume_options;
-
-    auto* run = app.add_subcommand("run", "Run the service (ingest, loader, audit, HTTP)");
-    add_common_options(*run, run_options);
-    add_amqp_options(*run, run_options);
-    add_pg_options(*run, run_options);
-    add_service_options(*run, run_options);
-    add_console_options(*run, run_options);
-
-    bool dry_run = false;
-    auto* migrate = app.add_subcommand("migrate", "Apply database migrations");
-    add_common_options(*migrate, migrate_options);
-    add_pg_options(*migrate, migrate_options);
-    migrate->add_flag("--dry-run", dry_run, "List pending migrations without applying them");
-
-    auto* status = app.add_subcommand("status", "Show job counts, lag and lateness");
-    add_common_options(*status, status_options);
-    add_pg_options(*status, status_options);
-
-    bool prune_dry_run = false;
-    auto* prune = app.add_subcommand(
-        "prune", "Delete ended jobs older than --retention now (hourglass run does it all along)");
-    add_common_options(*prune, prune_options);
-    add_pg_options(*prune, prune_options);
-    add_retention_option(*prune, prune_options);
-    prune->add_flag("--dry-run", prune_dry_run, "Count what would be deleted, delete nothing");
-
-    const auto client_footer =
-        "Prints the receipt JSON. Exit code: 0 scheduled, replaced, duplicate, cancelled,\n"
-        "paused or resumed;\n"
-        "3 rejected; 4 not_found or too_late; 5 no receipt in time; 2 cannot connect;\n"
-        "64 bad arguments; 1 any other error.";
-    std::string timeout = "10s";
-    hourglass::cli::ScheduleRequest request;
-    auto* schedule = app.add_subcommand("schedule", "Publish a job and wait for its receipt");
-    add_common_options(*schedule, schedule_options);
-    add_amqp_options(*schedule, schedule_options);
-    add_schedule_options(*schedule, request);
-    schedule->add_option("--timeout", timeout, "How long to wait for the receipt")
-        ->capture_default_str();
-    schedule->footer(client_footer);
-
-    std::string cancel_id, cancel_prefix;
-    auto* cancel = app.add_subcommand(
-        "cancel", "Cancel a job, or every pending job of a routing key prefix, and wait for the receipt");
-    add_common_options(*cancel, cancel_options);
-    add_amqp_options(*cancel, cancel_options);
-    auto* cancel_by_id = cancel->add_option("id", cancel_id, "Job id");
-    cancel->add_option("--routing-key-prefix", cancel_prefix,
-                       "Cancel every pending or paused job whose routing key starts with this; "
-                       "the receipt counts them")
-        ->excludes(cancel_by_id);
-    cancel->add_option("--timeout", timeout, "How long to wait for the receipt")
-        ->capture_default_str();
-    cancel->footer(client_footer);
-
-    // pause and resume: the same shape, one recurring job each.
-    std::string pause_id, resume_id;
-    auto* pause = app.add_subcommand("pause", "Pause a recurring job and wait for the receipt");
-    auto* resume = app.add_subcommand(
-        "resume", "Resume a paused recurring job and wait for the receipt (x-cron-catchup "
-                  "decides what its missed runs become)");
-    for (auto [subcommand, id, subcommand_options] :
-         {std::tuple{pause, &pause_id, &pause_options}, {resume, &resume_id, &resume_options}}) {
-        add_common_options(*subcommand, *subcommand_options);
-        add_amqp_options(*subcommand, *subcommand_options);
-        subcommand->add_option("id", *id, "Job id of the recurring job")->required();
-        subcommand->add_option("--timeout", timeout, "How long to wait for the receipt")
-            ->capture_default_str();
-        subcommand->footer(client_footer);
-    }
-
-    const std::pair<CLI::App*, ServiceOptions*> commands[] = {{run, &run_options},
-                                                              {migrate, &migrate_options},
-                                                              {status, &status_options},
-                                                              {prune, &prune_options},
-                                                              {schedule, &schedule_options},
-                                                              {cancel, &cancel_options},
-                                                              {pause, &pause_options},
-                                                              {resume, &resume_options}};
     CLI::App* command = nullptr;
     ServiceOptions* options = nullptr;
     try {
         app.parse(argc, argv);
-        for (const auto& [candidate, candidate_options] : commands) {
-            if (candidate->parsed())
-                std::tie(command, options) = std::pair{candidate, candidate_options};
-        }
-        if (command == cancel && cancel_id.empty() && cancel_prefix.empty()) {
+        std::tie(command, options) = parsed_command(line);
+        if (command == line.cancel && line.cancel_id.empty() && line.cancel_prefix.empty()) {
             throw CLI::RequiredError("cancel: a job id or --routing-key-prefix");
         }
         apply_configuration(app, *command, *options);
         // Durations from flags, environment or the config file: a unit and the option's bounds.
         options->validate_durations();
-        hourglass::cli::parse_duration(hourglass::cli::kTimeoutOption, timeout);
+        hourglass::cli::parse_duration(hourglass::cli::kTimeoutOption, line.timeout);
     } catch (const CLI::ParseError& error) {
         const int code = app.exit(error);
         return code == 0 ? 0 : kExitUsage;
@@ -334,43 +405,9 @@ int main(int argc, char** argv) {
         hourglass::logging::report_fatal(error.what());
         return kExitUsage;
     }
-
-    using hourglass::cli::ExitCode;
     try {
-        if (command == run) return hourglass::cli::run_service(*options);
-        if (command == migrate) return hourglass::cli::run_migrate(*options, dry_run);
-        if (command == status) return hourglass::cli::run_status(*options);
-        if (command == prune) return hourglass::cli::run_prune(*options, prune_dry_run);
-        const auto names = hourglass::delay::TopologyNames(options->prefix);
-        const auto wait = hourglass::cli::parse_duration(hourglass::cli::kTimeoutOption, timeout);
-        if (command == schedule) {
-            return hourglass::cli::send_command(
-                options->amqp(), hourglass::cli::schedule_command(request, names), wait);
-        }
-        using hourglass::cli::Control;
-        const auto [control, target] =
-            command == pause    ? std::pair{Control::pause, pause_id}
-            : command == resume ? std::pair{Control::resume, resume_id}
-            : cancel_prefix.empty() ? std::pair{Control::cancel, cancel_id}
-                                    : std::pair{Control::cancel_prefix, cancel_prefix};
-        return hourglass::cli::send_command(
-            options->amqp(), hourglass::cli::control_command(control, target, names), wait);
-    } catch (const hourglass::amqp::ConnectionError& error) {
-        hourglass::logging::report_fatal(error.what());
-        return ExitCode::kExitUnreachable;
+        return dispatch(line, command, *options);
     } catch (const std::exception& error) {
-        if (hourglass::store::is_unreachable(error)) {
-            hourglass::logging::report_fatal(std::string("cannot connect to PostgreSQL: ") +
-                                             error.what());
-            return ExitCode::kExitUnreachable;
-        }
-        if (hourglass::store::is_missing_table(error)) {
-            hourglass::logging::report_fatal(
-                "PostgreSQL: schema " + options->schema +
-                " has no hourglass tables (run hourglass migrate): " + error.what());
-            return ExitCode::kExitFailed;
-        }
-        hourglass::logging::report_fatal(error.what());
-        return ExitCode::kExitFailed;
+        return report_failure(error, *options);
     }
 }

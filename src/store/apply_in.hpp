@@ -1,4 +1,4 @@
-// Internal to src/store: what job_store.cpp shares with sql_commands.cpp, which applies the
+// Internal to src/store: what apply_commands.cpp shares with sql_commands.cpp, which applies the
 // commands of the SQL intake in the transaction that takes them.
 #pragma once
 

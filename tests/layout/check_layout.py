@@ -18,8 +18,6 @@ MAX_FUNCTION_LINES = 80
 DEBTS = {
     "src/amqp/connection.cpp": {"Connection::next_event"},
     "src/audit/audit_consumer.cpp": {"audit_session"},
-    "src/cli/commands.cpp": {"run_service"},
-    "src/cli/main.cpp": {"add_service_options", "main"},
     "src/console/console.cpp": {"Console::add_routes"},
     "src/ingest/command_parser.cpp": {"parse_or_throw"},
 }

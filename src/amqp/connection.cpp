@@ -451,16 +451,7 @@ std::optional<Event> Connection::next_event(std::chrono::microseconds timeout) {
     // for the socket here, to the microsecond, and let rabbitmq-c read what arrived (or, when
     // nothing did, only do its heartbeat bookkeeping, without waiting).
     if (timeout > std::chrono::microseconds{0} && !has_buffered_data()) {
-        const auto deadline = std::chrono::steady_clock::now() + timeout;
-        pollfd socket{socket_fd(), POLLIN, 0};
-        const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(timeout);
-        const timespec wait_for{static_cast<time_t>(seconds.count()),
-                                static_cast<long>((timeout - seconds).count() * 1000)};
-        const int ready = ::ppoll(&socket, 1, &wait_for, nullptr);
-        timeout = ready == 0 ? std::chrono::microseconds{0}
-                             : std::max(std::chrono::microseconds{0},
-                                        std::chrono::duration_cast<std::chrono::microseconds>(
-                                            deadline - std::chrono::steady_clock::now()));
+        timeout = wait_for_socket(timeout);
     }
     amqp_frame_t frame{};
     timeval wait = to_timeval(timeout);
@@ -468,7 +459,24 @@ std::optional<Event> Connection::next_event(std::chrono::microseconds timeout) {
     if (status == AMQP_STATUS_TIMEOUT) return std::nullopt;
     check(status, "reading from RabbitMQ");
     if (frame.frame_type != AMQP_FRAME_METHOD) return std::nullopt;
+    return event_of(frame);
+}
 
+std::chrono::microseconds Connection::wait_for_socket(std::chrono::microseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    pollfd socket{socket_fd(), POLLIN, 0};
+    const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(timeout);
+    const timespec wait_for{static_cast<time_t>(seconds.count()),
+                            static_cast<long>((timeout - seconds).count() * 1000)};
+    const int ready = ::ppoll(&socket, 1, &wait_for, nullptr);
+    if (ready == 0) return std::chrono::microseconds{0};
+    return std::max(std::chrono::microseconds{0},
+                    std::chrono::duration_cast<std::chrono::microseconds>(
+                        deadline - std::chrono::steady_clock::now()));
+}
+
+std::optional<Event> Connection::event_of(const amqp_frame_t_& frame) {
+    amqp_connection_state_t state = state_.get();
     switch (frame.payload.method.id) {
         case AMQP_BASIC_DELIVER_METHOD: {
             const auto* deliver = static_cast<amqp_basic_deliver_t*>(frame.payload.method.decoded);

@@ -20,6 +20,7 @@
 #include "hourglass/metrics.hpp"
 
 struct amqp_connection_state_t_;
+struct amqp_frame_t_;
 
 namespace hourglass::amqp {
 
@@ -174,6 +175,12 @@ public:
 
 private:
     void open(const std::string& url, const ConnectionOptions& options);
+    // Waits for the socket to be readable, to the microsecond; returns what is left of
+    // `timeout` (0 if nothing arrived).
+    std::chrono::microseconds wait_for_socket(std::chrono::microseconds timeout);
+    // The event a method frame carries (nothing for the methods no caller waits for); throws
+    // for a channel or connection the broker closed, or a consumer it cancelled.
+    std::optional<Event> event_of(const amqp_frame_t_& frame);
     struct StateDeleter {
         void operator()(amqp_connection_state_t_* state) const noexcept;
     };

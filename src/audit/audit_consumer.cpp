@@ -49,136 +49,169 @@ AuditSeams with_defaults(AuditSeams seams) {
     return seams;
 }
 
-void audit_session(const AuditOptions& options, const AuditSeams& seams, AuditMetrics& metrics,
-                   std::stop_token stop, std::deque<BrokerOutage>& outages, bool& consuming) {
-    const auto store = seams.open_store(options.store);
-    const auto feed = seams.open_feed(options);
-    const auto now = [&] { return std::chrono::time_point_cast<Milliseconds>(seams.now()); };
-    if (!outages.empty() && !outages.back().back_at) outages.back().back_at = now();
-    consuming = true;
-    std::size_t doubted = 0;  // releases left to the re-send in this session
+// One connection's session of the audit: copies of releases read from the audit queue, recorded
+// in batches (held longer in a burst), acked once recorded; releases parked because another
+// transaction holds their rows recorded later.
+class AuditSession {
+public:
+    AuditSession(const AuditOptions& options, const AuditSeams& seams, AuditMetrics& metrics,
+                 std::deque<BrokerOutage>& outages)
+        : options_(options),
+          seams_(seams),
+          metrics_(metrics),
+          outages_(outages),
+          store_(seams.open_store(options.store)),
+          feed_(seams.open_feed(options)) {
+        if (!outages_.empty() && !outages_.back().back_at) outages_.back().back_at = now();
+    }
 
+    void run(std::stop_token stop) {
+        while (!stop.stop_requested()) {
+            auto wake_at = std::min(flush_at_, retry_.waiting() ? retry_.at() : parked_check_at_);
+            auto wait = std::chrono::microseconds{100000};
+            if (wake_at != kNoBatch) {
+                wait = std::max(std::chrono::microseconds{0},
+                                std::chrono::duration_cast<std::chrono::microseconds>(wake_at - Clock::now()));
+            }
+            if (auto event = feed_->next_event(wait)) {
+                if (auto* delivery = std::get_if<amqp::Delivery>(&*event)) take(*delivery);
+            } else if (Clock::now() >= flush_at_) {
+                flush();
+            }
+            if (parked_due()) record_parked();
+        }
+        flush();
+    }
+
+private:
     using Clock = std::chrono::steady_clock;
-    constexpr auto kNoBatch = Clock::time_point::max();  // flush_at while the batch is empty
-    std::vector<ObservedRelease> batch;
-    std::vector<std::uint64_t> batch_tags;       // the delivery of each release in the batch
-    std::vector<std::uint64_t> unrecorded_tags;  // deliveries since the last flush not to record
-    auto flush_at = kNoBatch;
-    Clock::time_point first_at{};  // when the batch's first copy came
-    bool burst = false;            // the last batch's runs were due at a burst's pace
-    LogBudget foreign_lines;  // whoever may publish to the audit queue decides how many
-    // Releases parked because another transaction holds their rows (any instance's): tried
-    // again when `retry` says, and looked for every kParkedCheck while none is known.
-    LockedRowsRetry retry;
-    auto parked_check_at = Clock::now();
-    std::size_t parked_known = 0;
-    auto settle_parked = [&](std::size_t parked, bool tried) {
-        if (parked > 0 && !retry.waiting()) {
+    static constexpr auto kNoBatch = Clock::time_point::max();  // flush_at_ while the batch is empty
+
+    TimePoint now() const { return std::chrono::time_point_cast<Milliseconds>(seams_.now()); }
+
+    // A copy from the audit queue: into the batch, or settled without a record (a release
+    // doubted around an outage, a foreign message); flushes when the batch is due.
+    void take(const amqp::Delivery& delivery) {
+        const auto received_at = seams_.now();
+        bool recording = false;
+        if (auto release = observed_release(delivery.message, received_at)) {
+            if (options_.doubt_releases_around_outages && !outages_.empty() &&
+                released_while_the_broker_went_down(dead_lettered_at(delivery.message), outages_)) {
+                if (doubted_++ == 0) {
+                    spdlog::info("audit: releases dead-lettered while the broker went down are not "
+                                 "recorded: it may have dropped your queues' copy, so they are "
+                                 "published again after --resend-after");
+                }
+            } else {
+                batch_.push_back(std::move(*release));
+                batch_tags_.push_back(delivery.delivery_tag);
+                recording = true;
+            }
+        } else if (const auto grant = foreign_lines_.take(Clock::now()); grant.log) {
+            spdlog::warn("audit: a message without hourglass headers on {}; ignored{}",
+                         options_.names.audit, left_out_note(grant.left_out, "such messages"));
+        }
+        if (!recording) unrecorded_tags_.push_back(delivery.delivery_tag);
+        const auto arrived = Clock::now();
+        if (flush_at_ == kNoBatch) first_at_ = arrived;
+        if (burst_) {
+            flush_at_ = std::min(arrived + options_.burst_quiet, first_at_ + options_.burst_hold);
+            // The broker sends no more until these are acked.
+            if (batch_tags_.size() + unrecorded_tags_.size() >= options_.prefetch) flush();
+        } else {
+            if (flush_at_ == kNoBatch) flush_at_ = arrived + options_.batch_wait;
+            if (batch_.size() >= options_.batch_size) flush();
+        }
+    }
+
+    void settle_parked(std::size_t parked, bool tried) {
+        if (parked > 0 && !retry_.waiting()) {
             spdlog::warn(
                 "audit: {} releases wait to be recorded: another PostgreSQL transaction holds "
                 "their rows; they are kept in parked_releases and the other releases are "
                 "recorded meanwhile",
                 parked);
-        } else if (parked == 0 && retry.waiting()) {
+        } else if (parked == 0 && retry_.waiting()) {
             spdlog::info("audit: the releases that waited for locked rows are recorded");
         }
-        retry.settled(Clock::now(), parked > 0, tried);
-        parked_known = parked;
-        metrics.set_releases_waiting(parked);
-    };
-    auto record_parked = [&] {
-        const auto recorded = store->record_parked_releases();
-        metrics.count_releases(0, recorded.lateness_ms);
+        retry_.settled(Clock::now(), parked > 0, tried);
+        parked_known_ = parked;
+        metrics_.set_releases_waiting(parked);
+    }
+
+    void record_parked() {
+        const auto recorded = store_->record_parked_releases();
+        metrics_.count_releases(0, recorded.lateness_ms);
         // A record that took some is not a failed try: the retry's time stays come, so the
         // next batch follows at once (a lock on many rows ends in seconds, not minutes).
         settle_parked(recorded.still_parked, /*tried=*/recorded.unparked == 0);
-        parked_check_at = Clock::now() + kParkedCheck;
-    };
-    auto flush = [&] {
-        if (batch_tags.empty() && unrecorded_tags.empty()) return;
+        parked_check_at_ = Clock::now() + kParkedCheck;
+    }
+
+    bool parked_due() const {
+        const auto at = Clock::now();
+        return retry_.waiting() ? retry_.due(at) : at >= parked_check_at_;
+    }
+
+    void flush() {
+        if (batch_tags_.empty() && unrecorded_tags_.empty()) return;
         // The pace at which the batch's runs were due, not at which its copies came: copies that
         // waited in the socket while the last record ran come all at once, and taking that for
         // a burst held a steady load's copies for seconds and recorded them in one statement
         // that took the CPU the broker needed to release on time (bench/journal/2026-11-22-to-12-04.md).
         const auto [earliest, latest] = std::minmax_element(
-            batch.begin(), batch.end(), [](const auto& a, const auto& b) { return a.due < b.due; });
+            batch_.begin(), batch_.end(), [](const auto& a, const auto& b) { return a.due < b.due; });
         const auto span = std::max<Clock::duration>(
-            batch.empty() ? Clock::duration::zero() : latest->due - earliest->due,
-            options.batch_wait);
-        const auto recorded = store->record_releases(batch);
-        burst = options.burst_runs_per_second > 0 &&
-                static_cast<double>(recorded.lateness_ms.size()) >=
-                    static_cast<double>(options.burst_runs_per_second) *
-                        std::chrono::duration<double>(span).count();
-        metrics.count_releases(batch.size(), recorded.lateness_ms);
+            batch_.empty() ? Clock::duration::zero() : latest->due - earliest->due,
+            options_.batch_wait);
+        const auto recorded = store_->record_releases(batch_);
+        burst_ = options_.burst_runs_per_second > 0 &&
+                 static_cast<double>(recorded.lateness_ms.size()) >=
+                     static_cast<double>(options_.burst_runs_per_second) *
+                         std::chrono::duration<double>(span).count();
+        metrics_.count_releases(batch_.size(), recorded.lateness_ms);
         // Every copy delivered is recorded, parked or not to be recorded: all are settled.
         // Tags grow with each delivery, so the last of either list acks them all.
         const auto last_of = [](const auto& tags) { return tags.empty() ? 0 : tags.back(); };
-        feed->ack(std::max(last_of(batch_tags), last_of(unrecorded_tags)), /*multiple=*/true);
+        feed_->ack(std::max(last_of(batch_tags_), last_of(unrecorded_tags_)), /*multiple=*/true);
         spdlog::debug("audit: recorded {} releases ({} runs), parked {}",
-                      batch.size() - recorded.parked.size(), recorded.lateness_ms.size(),
+                      batch_.size() - recorded.parked.size(), recorded.lateness_ms.size(),
                       recorded.parked.size());
         if (!recorded.parked.empty()) {
-            settle_parked(parked_known + recorded.parked.size(), /*tried=*/false);
+            settle_parked(parked_known_ + recorded.parked.size(), /*tried=*/false);
         }
-        batch.clear();
-        batch_tags.clear();
-        unrecorded_tags.clear();
-        flush_at = kNoBatch;
-    };
-    const auto parked_due = [&] {
-        const auto at = Clock::now();
-        return retry.waiting() ? retry.due(at) : at >= parked_check_at;
-    };
-
-    while (!stop.stop_requested()) {
-        auto wake_at = std::min(flush_at, retry.waiting() ? retry.at() : parked_check_at);
-        auto wait = std::chrono::microseconds{100000};
-        if (wake_at != kNoBatch) {
-            wait = std::max(
-                std::chrono::microseconds{0},
-                std::chrono::duration_cast<std::chrono::microseconds>(wake_at - Clock::now()));
-        }
-        if (auto event = feed->next_event(wait)) {
-            auto* delivery = std::get_if<amqp::Delivery>(&*event);
-            if (delivery == nullptr) continue;
-            const auto received_at = seams.now();
-            bool recording = false;
-            if (auto release = observed_release(delivery->message, received_at)) {
-                if (options.doubt_releases_around_outages && !outages.empty() &&
-                    released_while_the_broker_went_down(dead_lettered_at(delivery->message),
-                                                        outages)) {
-                    if (doubted++ == 0) {
-                        spdlog::info("audit: releases dead-lettered while the broker went down "
-                                     "are not recorded: it may have dropped your queues' copy, "
-                                     "so they are published again after --resend-after");
-                    }
-                } else {
-                    batch.push_back(std::move(*release));
-                    batch_tags.push_back(delivery->delivery_tag);
-                    recording = true;
-                }
-            } else if (const auto grant = foreign_lines.take(Clock::now()); grant.log) {
-                spdlog::warn("audit: a message without hourglass headers on {}; ignored{}",
-                             options.names.audit, left_out_note(grant.left_out, "such messages"));
-            }
-            if (!recording) unrecorded_tags.push_back(delivery->delivery_tag);
-            const auto arrived = Clock::now();
-            if (flush_at == kNoBatch) first_at = arrived;
-            if (burst) {
-                flush_at = std::min(arrived + options.burst_quiet, first_at + options.burst_hold);
-                // The broker sends no more until these are acked.
-                if (batch_tags.size() + unrecorded_tags.size() >= options.prefetch) flush();
-            } else {
-                if (flush_at == kNoBatch) flush_at = arrived + options.batch_wait;
-                if (batch.size() >= options.batch_size) flush();
-            }
-        } else if (Clock::now() >= flush_at) {
-            flush();
-        }
-        if (parked_due()) record_parked();
+        batch_.clear();
+        batch_tags_.clear();
+        unrecorded_tags_.clear();
+        flush_at_ = kNoBatch;
     }
-    flush();
+
+    const AuditOptions& options_;
+    const AuditSeams& seams_;
+    AuditMetrics& metrics_;
+    std::deque<BrokerOutage>& outages_;
+    const std::unique_ptr<store::ReleaseStore> store_;
+    const std::unique_ptr<ReleaseFeed> feed_;
+    std::size_t doubted_ = 0;  // releases left to the re-send in this session
+    std::vector<ObservedRelease> batch_;
+    std::vector<std::uint64_t> batch_tags_;       // the delivery of each release in the batch
+    std::vector<std::uint64_t> unrecorded_tags_;  // deliveries since the last flush not to record
+    Clock::time_point flush_at_ = kNoBatch;
+    Clock::time_point first_at_{};  // when the batch's first copy came
+    bool burst_ = false;            // the last batch's runs were due at a burst's pace
+    LogBudget foreign_lines_;  // whoever may publish to the audit queue decides how many
+    // Releases parked because another transaction holds their rows (any instance's): tried
+    // again when `retry_` says, and looked for every kParkedCheck while none is known.
+    LockedRowsRetry retry_;
+    Clock::time_point parked_check_at_ = Clock::now();
+    std::size_t parked_known_ = 0;
+};
+
+void audit_session(const AuditOptions& options, const AuditSeams& seams, AuditMetrics& metrics,
+                   std::stop_token stop, std::deque<BrokerOutage>& outages, bool& consuming) {
+    AuditSession session(options, seams, metrics, outages);
+    consuming = true;
+    session.run(stop);
 }
 
 }  // namespace

@@ -128,26 +128,41 @@ Console::Response Console::control(const Command& command, const std::string& wh
                                  "transaction (an UPDATE left open?); try again once it ends"))};
 }
 
-void Console::add_routes(httplib::Server& server) {
-    const auto reply = [](httplib::Response& response, const Response& result) {
-        add_security_headers(response);
-        response.status = result.status;
-        response.set_content(result.body, kJson);
-    };
-    const auto bad_request = [reply](httplib::Response& response, std::string_view message) {
-        reply(response, {400, dump(error_json(message))});
-    };
+namespace {
 
+void reply(httplib::Response& response, const Console::Response& result) {
+    add_security_headers(response);
+    response.status = result.status;
+    response.set_content(result.body, kJson);
+}
+
+void bad_request(httplib::Response& response, std::string_view message) {
+    reply(response, {400, dump(error_json(message))});
+}
+
+std::optional<std::string> token_of(const httplib::Request& request) {
+    if (!request.has_header(std::string(kTokenHeader))) return std::nullopt;
+    return request.get_header_value(std::string(kTokenHeader));
+}
+
+}  // namespace
+
+void Console::add_routes(httplib::Server& server) {
+    add_read_routes(server);
+    add_control_routes(server);
+}
+
+void Console::add_read_routes(httplib::Server& server) {
     for (const auto& asset : console_assets()) {
         server.Get(std::string(asset.path), [&asset](const httplib::Request&, httplib::Response& response) {
             add_security_headers(response);
             response.set_content(std::string(asset.body), std::string(asset.content_type));
         });
     }
-    server.Get("/api/summary", [this, reply](const httplib::Request&, httplib::Response& response) {
+    server.Get("/api/summary", [this](const httplib::Request&, httplib::Response& response) {
         reply(response, summary());
     });
-    server.Get("/api/upcoming", [this, reply](const httplib::Request&, httplib::Response& response) {
+    server.Get("/api/upcoming", [this](const httplib::Request&, httplib::Response& response) {
         const auto now = now_ms();
         reply(response, with_store([&](ConsoleData& store) -> json {
                   return {{"minutes", store.upcoming(std::chrono::floor<std::chrono::minutes>(now),
@@ -156,16 +171,16 @@ void Console::add_routes(httplib::Server& server) {
                                                    std::chrono::hours{1}, 24)}};
               }));
     });
-    server.Get("/api/lateness", [this, reply](const httplib::Request&, httplib::Response& response) {
+    server.Get("/api/lateness", [this](const httplib::Request&, httplib::Response& response) {
         reply(response, with_store([](ConsoleData& store) { return store.lateness(); }));
     });
-    server.Get("/api/rejections", [this, reply](const httplib::Request&, httplib::Response& response) {
+    server.Get("/api/rejections", [this](const httplib::Request&, httplib::Response& response) {
         reply(response, with_store([](ConsoleData& store) { return store.rejections(); }));
     });
-    server.Get("/api/cron", [this, reply](const httplib::Request&, httplib::Response& response) {
+    server.Get("/api/cron", [this](const httplib::Request&, httplib::Response& response) {
         reply(response, with_store([](ConsoleData& store) { return store.cron_schedules(); }));
     });
-    server.Get("/api/search", [this, reply, bad_request](const httplib::Request& request,
+    server.Get("/api/search", [this](const httplib::Request& request,
                                                          httplib::Response& response) {
         const auto text = lookup_text(request, "q");
         if (!text) return bad_request(response, "q: give 1 to 255 bytes of UTF-8 text");
@@ -175,7 +190,7 @@ void Console::add_routes(httplib::Server& server) {
                           {"by_routing_key_prefix", store.search_routing_key(*text)}};
               }));
     });
-    server.Get("/api/cancel-prefix", [this, reply, bad_request](const httplib::Request& request,
+    server.Get("/api/cancel-prefix", [this](const httplib::Request& request,
                                                                 httplib::Response& response) {
         const auto prefix = lookup_text(request, "prefix");
         if (!prefix) return bad_request(response, "prefix: give 1 to 255 bytes of UTF-8 text");
@@ -186,14 +201,13 @@ void Console::add_routes(httplib::Server& server) {
                           {"more", count > kCancelPrefixCountCap}};
               }));
     });
+}
+
+void Console::add_control_routes(httplib::Server& server) {
     // The changes: each the command a client would publish, applied the same way (reference §9).
-    const auto token_of = [](const httplib::Request& request) -> std::optional<std::string> {
-        if (!request.has_header(std::string(kTokenHeader))) return std::nullopt;
-        return request.get_header_value(std::string(kTokenHeader));
-    };
     const auto add_job_control = [&](const std::string& path, std::string verb,
                                      std::function<decltype(Command::action)(std::string)> action) {
-        server.Post(path, [this, reply, bad_request, token_of, verb, action](
+        server.Post(path, [this, verb, action](
                               const httplib::Request& request, httplib::Response& response) {
             const auto id = lookup_text(request, "id");
             if (!id) return bad_request(response, "id: give the job id (1 to 255 bytes of UTF-8)");
@@ -206,7 +220,7 @@ void Console::add_routes(httplib::Server& server) {
     add_job_control("/api/cancel", "cancel", [](std::string id) { return CancelCommand{id}; });
     add_job_control("/api/pause", "pause", [](std::string id) { return PauseCommand{id, true}; });
     add_job_control("/api/resume", "resume", [](std::string id) { return PauseCommand{id, false}; });
-    server.Post("/api/cancel-prefix", [this, reply, bad_request, token_of](
+    server.Post("/api/cancel-prefix", [this](
                                           const httplib::Request& request, httplib::Response& response) {
         const auto prefix = lookup_text(request, "prefix");
         if (!prefix) return bad_request(response, "prefix: give 1 to 255 bytes of UTF-8 text");

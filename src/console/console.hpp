@@ -57,11 +57,19 @@ public:
     // Adds the page and /api/ routes. The console must outlive the server.
     void add_routes(httplib::Server& server);
 
-private:
+    // What one /api/ request answers: a status and a JSON body.
     struct Response {
         int status = 200;
         std::string body;
     };
+
+private:
+    // The page's assets and the reads of /api/ (summary, upcoming, lateness, rejections, cron,
+    // search, the count before a cancel by prefix).
+    void add_read_routes(httplib::Server& server);
+    // The changes (cancel, pause, resume, cancel by prefix): each the command a client would
+    // publish, applied the same way (reference §9), only with the token.
+    void add_control_routes(httplib::Server& server);
     // Runs a read or write on the console's store; a failure answers 503 and drops the
     // connection, so the next request opens a new one.
     Response with_store(const std::function<nlohmann::json(ConsoleData&)>& use);

@@ -253,8 +253,8 @@ CronSpec cron_from_headers(const BasicProperties& properties, const FieldValue& 
         spec.limit = static_cast<int>(*value);
     }
     if (const auto* catchup = find_header(properties, header::kCronCatchup)) {
-        const auto* text = string_of(*catchup);
-        const auto policy = text ? catchup_from_string(*text) : std::nullopt;
+        const auto* name = string_of(*catchup);
+        const auto policy = name ? catchup_from_string(*name) : std::nullopt;
         if (!policy) reject("x-cron-catchup: " + describe(*catchup) + " is not skip, one or all");
         spec.catchup = *policy;
     }
@@ -371,6 +371,84 @@ std::optional<decltype(Command::action)> control_command(const BasicProperties& 
     return PauseCommand{*id, pause};
 }
 
+// The one time header of a schedule command (x-delay, x-schedule-at, x-opt-delivery-time or
+// x-cron); rejects none, several, or cron's companions without x-cron.
+struct TimeHeader {
+    const FieldValue* delay = nullptr;
+    const FieldValue* schedule_at = nullptr;
+    const FieldValue* delivery_time = nullptr;
+    const FieldValue* cron = nullptr;
+};
+
+TimeHeader time_header_of(const BasicProperties& properties) {
+    const TimeHeader found{find_header(properties, header::kDelay),
+                           find_header(properties, header::kScheduleAt),
+                           find_header(properties, header::kDeliveryTime),
+                           find_header(properties, header::kCron)};
+    const auto& [delay, schedule_at, delivery_time, cron] = found;
+    const int time_headers =
+        (delay ? 1 : 0) + (schedule_at ? 1 : 0) + (delivery_time ? 1 : 0) + (cron ? 1 : 0);
+    if (time_headers == 0) {
+        reject("no time header: set exactly one of x-delay, x-schedule-at, x-opt-delivery-time "
+               "or x-cron");
+    }
+    if (time_headers > 1) {
+        std::string names;
+        for (const auto& [name, present] :
+             {std::pair{header::kDelay, delay}, {header::kScheduleAt, schedule_at},
+              {header::kDeliveryTime, delivery_time}, {header::kCron, cron}}) {
+            if (present) names += (names.empty() ? "" : " and ") + std::string(name);
+        }
+        reject(names + " are set together: set exactly one time header");
+    }
+    if (!cron) {
+        for (const auto name :
+             {header::kCronTz, header::kCronUntil, header::kCronLimit, header::kCronCatchup}) {
+            if (find_header(properties, name)) reject(std::string(name) + ": set without x-cron");
+        }
+    }
+    return found;
+}
+
+// x-hourglass-exchange: the target exchange, "" for the output exchange; rejects a name the
+// allow-list does not allow.
+std::string target_exchange_of(const BasicProperties& properties, const CommandLimits& limits) {
+    const auto* target = find_header(properties, header::kExchange);
+    if (!target) return {};
+    const auto* name = string_of(*target);
+    if (!name || name->empty()) {
+        reject("x-hourglass-exchange: " + describe(*target) + " is not an exchange name");
+    }
+    // Length first: the allow-list never sees more than a name can hold.
+    check_name("x-hourglass-exchange", *name);
+    if (*name == limits.output_exchange) return {};
+    if (!limits.allow_exchange || !limits.allow_exchange(*name)) {
+        reject("x-hourglass-exchange: exchange " + quote_value(*name) +
+               " is not allowed (see --allow-exchange)");
+    }
+    return *name;
+}
+
+// The due time (and, for x-cron, the schedule) the time header says.
+void set_due(ScheduleCommand& schedule, const TimeHeader& time, const BasicProperties& properties,
+             TimePoint received_at, const CommandLimits& limits) {
+    if (time.delay) {
+        schedule.due_at = due_from_delay(*time.delay, received_at, limits);
+    } else if (time.schedule_at) {
+        schedule.due_at = due_from_absolute_time(header::kScheduleAt, *time.schedule_at, received_at, limits);
+    } else if (time.delivery_time) {
+        schedule.due_at =
+            due_from_absolute_time(header::kDeliveryTime, *time.delivery_time, received_at, limits);
+    } else {
+        auto spec = cron_from_headers(properties, *time.cron);
+        if (!limits.first_cron_run) reject("x-cron: recurring jobs are not enabled");
+        auto first = limits.first_cron_run(spec, received_at);
+        if (auto* error = std::get_if<std::string>(&first)) reject(*error);
+        schedule.due_at = std::get<TimePoint>(first);
+        schedule.cron = std::move(spec);
+    }
+}
+
 Command parse_or_throw(const Message& message, TimePoint received_at, const CommandLimits& limits,
                        const std::function<std::string()>& generate_id, Command& command) {
     const auto& properties = message.properties;
@@ -394,31 +472,7 @@ Command parse_or_throw(const Message& message, TimePoint received_at, const Comm
         return command;
     }
 
-    const auto* delay = find_header(properties, header::kDelay);
-    const auto* schedule_at = find_header(properties, header::kScheduleAt);
-    const auto* delivery_time = find_header(properties, header::kDeliveryTime);
-    const auto* cron = find_header(properties, header::kCron);
-    const int time_headers =
-        (delay ? 1 : 0) + (schedule_at ? 1 : 0) + (delivery_time ? 1 : 0) + (cron ? 1 : 0);
-    if (time_headers == 0) {
-        reject("no time header: set exactly one of x-delay, x-schedule-at, x-opt-delivery-time "
-               "or x-cron");
-    }
-    if (time_headers > 1) {
-        std::string names;
-        for (const auto& [name, present] :
-             {std::pair{header::kDelay, delay}, {header::kScheduleAt, schedule_at},
-              {header::kDeliveryTime, delivery_time}, {header::kCron, cron}}) {
-            if (present) names += (names.empty() ? "" : " and ") + std::string(name);
-        }
-        reject(names + " are set together: set exactly one time header");
-    }
-    if (!cron) {
-        for (const auto name :
-             {header::kCronTz, header::kCronUntil, header::kCronLimit, header::kCronCatchup}) {
-            if (find_header(properties, name)) reject(std::string(name) + ": set without x-cron");
-        }
-    }
+    const auto time = time_header_of(properties);
     if (message.body.size() > limits.max_body_bytes) {
         reject("body: " + std::to_string(message.body.size()) + " bytes exceed --max-body (" +
                std::to_string(limits.max_body_bytes) + " bytes)");
@@ -433,37 +487,8 @@ Command parse_or_throw(const Message& message, TimePoint received_at, const Comm
         if (!value) reject("x-replace: " + describe(*replace) + " is not true or false");
         schedule.replace = *value;
     }
-    if (const auto* target = find_header(properties, header::kExchange)) {
-        const auto* name = string_of(*target);
-        if (!name || name->empty()) {
-            reject("x-hourglass-exchange: " + describe(*target) + " is not an exchange name");
-        }
-        // Length first: the allow-list never sees more than a name can hold.
-        check_name("x-hourglass-exchange", *name);
-        if (*name != limits.output_exchange) {
-            if (!limits.allow_exchange || !limits.allow_exchange(*name)) {
-                reject("x-hourglass-exchange: exchange " + quote_value(*name) +
-                       " is not allowed (see --allow-exchange)");
-            }
-            schedule.exchange = *name;
-        }
-    }
-
-    if (delay) {
-        schedule.due_at = due_from_delay(*delay, received_at, limits);
-    } else if (schedule_at) {
-        schedule.due_at = due_from_absolute_time(header::kScheduleAt, *schedule_at, received_at, limits);
-    } else if (delivery_time) {
-        schedule.due_at =
-            due_from_absolute_time(header::kDeliveryTime, *delivery_time, received_at, limits);
-    } else {
-        auto spec = cron_from_headers(properties, *cron);
-        if (!limits.first_cron_run) reject("x-cron: recurring jobs are not enabled");
-        auto first = limits.first_cron_run(spec, received_at);
-        if (auto* error = std::get_if<std::string>(&first)) reject(*error);
-        schedule.due_at = std::get<TimePoint>(first);
-        schedule.cron = std::move(spec);
-    }
+    schedule.exchange = target_exchange_of(properties, limits);
+    set_due(schedule, time, properties, received_at, limits);
 
     // Read before release_properties strips every x-hourglass-* header.
     if (const auto* expires = find_header(properties, header::kExpiresAfter)) {

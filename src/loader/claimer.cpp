@@ -6,13 +6,10 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <map>
-#include <stdexcept>
 #include <string>
-#include <tuple>
 #include <utility>
+#include <vector>
 
-#include "amqp/confirm_tracker.hpp"
 #include "common/retry.hpp"
 #include "common/text.hpp"
 #include "common/thread_name.hpp"
@@ -22,13 +19,7 @@ namespace hourglass::loader {
 std::vector<std::string> Loader::give_back_refused(store::ClaimStore& store,
                                                    std::vector<std::string>& held_give_backs,
                                                    LockedRowsRetry& retry) {
-    std::vector<std::string> given_back;
-    std::vector<std::string> deferred;
-    {
-        std::lock_guard lock(mutex_);
-        given_back.swap(given_back_);
-        deferred.swap(burst_deferred_);
-    }
+    auto [given_back, deferred] = to_give_back_.take();
     auto to_give_back = given_back;
     to_give_back.insert(to_give_back.end(), deferred.begin(), deferred.end());
     const bool tried_held = retry.due(seams_.steady_now());
@@ -40,8 +31,7 @@ std::vector<std::string> Loader::give_back_refused(store::ClaimStore& store,
     try {
         left = store.release_claims(options_.owner, to_give_back);
     } catch (...) {
-        std::lock_guard lock(mutex_);
-        given_back_.insert(given_back_.end(), to_give_back.begin(), to_give_back.end());
+        to_give_back_.refused(to_give_back);
         throw;
     }
     if (!given_back.empty() && to_give_back.size() > left.size()) {
@@ -59,14 +49,11 @@ std::vector<std::string> Loader::give_back_refused(store::ClaimStore& store,
 }
 
 bool Loader::claim_round(store::ClaimStore& store, ClaimPacing& pacing, bool refused_just_now) {
-    store::ClaimLimit limit{.runs = 0};
-    bool woken = false;
-    {
-        std::lock_guard lock(mutex_);
-        limit.runs = claim_capacity();
-        limit.bytes = ledger_.claim_bytes();
-        woken = std::exchange(wake_requested_, false);
-    }
+    const auto room = board_.room_for_claim();
+    // A recorder far behind (PostgreSQL slow for it alone) holds claims back: the confirmed
+    // runs waiting for it are bounded too.
+    store::ClaimLimit limit{.runs = confirmed_.full() ? 0 : room.runs, .bytes = room.bytes};
+    const bool woken = claimer_doorbell_.take_claim_asked();
     const auto steady_now = seams_.steady_now();
     // A burst whose runs wait in the store is a step away: claim them now, within the others'
     // bounds, so that they are in hand by the instant.
@@ -103,30 +90,28 @@ bool Loader::claim_round(store::ClaimStore& store, ClaimPacing& pacing, bool ref
     }
     // Ingest claims at insert only what no claim would take first: nothing is left in the
     // store for want of room, and no burst waits there.
-    {
-        std::lock_guard lock(mutex_);
-        insert_claims_open_ = !pacing.backlog && !bursts_.cut();
-    }
+    insert_claims_.set_open(!pacing.backlog && !bursts_.cut());
     return pacing.backlog && claimed;
 }
 
 void Loader::wait_for_claim_work(std::stop_token stop, const ClaimPacing& pacing, bool threads_done) {
-    std::unique_lock lock(mutex_);
-    if (stop.stop_requested()) insert_claims_open_ = false;
+    if (stop.stop_requested()) insert_claims_.set_open(false);
     auto wait = std::max(std::chrono::steady_clock::duration::zero(),
                          pacing.next_claim - seams_.steady_now());
     if (const auto cut = bursts_.cut()) {
         wait = std::min<std::chrono::steady_clock::duration>(
             wait, std::max(Milliseconds{0}, *cut - ladder_.step() - clock_now()));
     }
-    claimer_wake_.wait_for(lock, wait, [&] {
+    claimer_doorbell_.wait_for(wait, [&] {
         // With a backlog, confirms that free room for a whole batch (or all of a smaller
         // limit) start the next claim at once.
-        const bool room_for_a_batch =
-            claim_capacity() >= std::min(options_.claim_batch, options_.max_in_memory_runs);
-        return wake_requested_ || !given_back_.empty() || (pacing.backlog && room_for_a_batch) ||
-               (publisher_done_ && recorder_done_) != threads_done ||
-               (stop.stop_requested() && publisher_done_ && recorder_done_);
+        const auto room_for_a_batch = [&] {
+            return board_.has_room_for(std::min(options_.claim_batch, options_.max_in_memory_runs)) &&
+                   !confirmed_.full();
+        };
+        const bool done = other_threads_done();
+        return to_give_back_.any_refused() || (pacing.backlog && room_for_a_batch()) ||
+               done != threads_done || (stop.stop_requested() && done);
     });
 }
 
@@ -142,25 +127,19 @@ void Loader::claim_loop(std::stop_token stop) {
         auto& store = *connected;
         spdlog::info("loader: connected to PostgreSQL");
         // No claims at insert while the claimer is away: it schedules them.
-        const auto close_on_exit = std::unique_ptr<Loader, void (*)(Loader*)>(this, [](Loader* loader) {
-            std::lock_guard lock(loader->mutex_);
-            loader->insert_claims_open_ = false;
-        });
+        const auto close_on_exit = std::unique_ptr<Loader, void (*)(Loader*)>(
+            this, [](Loader* loader) { loader->insert_claims_.set_open(false); });
         // Claims run every poll interval, at once when woken, and back to back while each
         // stops at its limit (a hotspot, or memory freed by confirms while one remains).
         ClaimPacing pacing{.next_claim = seams_.steady_now(), .backlog = true};
         while (true) {
             if (leases_.claims_lost()) forget_lost_claims(store);
             if (stop.stop_requested()) take_insert_claims(true);  // gives them back
-            bool threads_done = false;  // publisher and recorder, after `stop`
-            {
-                std::lock_guard lock(mutex_);
-                threads_done = publisher_done_ && recorder_done_;
-            }
+            const bool threads_done = other_threads_done();  // after `stop`
             const auto given_back = give_back_refused(store, held_give_backs, retry);
             if (stop.stop_requested()) {
                 if (threads_done) {
-                    close_insert_claims();
+                    insert_claims_.close(kInsertClaimsCloseWait);
                     finish_claims(store);
                     return;
                 }
@@ -172,17 +151,11 @@ void Loader::claim_loop(std::stop_token stop) {
     });
 }
 
-std::size_t Loader::claim_capacity() const {
-    // Burst runs have bounds of their own (mark_bursts); runs ingest may claim at insert count
-    // from their offer on.
-    return ledger_.claim_runs(schedule_.size() + in_flight_);
-}
-
 void Loader::schedule(std::vector<ClaimedRun> runs) {
     if (runs.empty()) return;
     const auto now = clock_now();
     // Prepared before taking the lock the publisher needs.
-    std::vector<Scheduled> scheduled;
+    std::vector<ScheduledRun> scheduled;
     scheduled.reserve(runs.size());
     for (auto& run : runs) {
         const auto after = next_run_ ? next_run_(run, now) : AfterHandover{};
@@ -193,7 +166,7 @@ void Loader::schedule(std::vector<ClaimedRun> runs) {
         // Headers count as well as bodies: a job may carry up to a frame of them.
         const auto bytes = run.body.size() + encoded_size(run.properties);
         const auto publish_at = ladder_.publish_at(run.due_at, now);
-        scheduled.push_back(Scheduled{.publish_at = publish_at,
+        scheduled.push_back(ScheduledRun{.publish_at = publish_at,
                                       .run = std::make_unique<ClaimedRun>(std::move(run)),
                                       .bytes = bytes,
                                       .observed_with = std::nullopt,
@@ -202,34 +175,32 @@ void Loader::schedule(std::vector<ClaimedRun> runs) {
                                       .next_due = after.next_due,
                                       .skipped = after.skip});
     }
-    {
-        std::lock_guard lock(mutex_);
-        mark_bursts(scheduled, now);
-        std::vector<std::string> ids;
-        ids.reserve(scheduled.size());
-        for (const auto& entry : scheduled) ids.push_back(entry.run->id);
-        held_.add(ids);
-        for (auto& entry : scheduled) {
-            ledger_.hold(entry.bytes);
-            schedule_.push(std::move(entry));
-        }
-        ++schedule_generation_;
-        metrics_.set_runs_held(schedule_.size() + in_flight_);
-    }
-    publisher_wake_.notify_one();
+    std::vector<std::string> deferred;
+    const auto held = board_.schedule(
+        std::move(scheduled), [&](std::vector<ScheduledRun>& runs, MemoryLedger& ledger) {
+            mark_bursts(runs, now, ledger, deferred);
+            // Held before the publisher can see them, so that it never ends a run not yet held.
+            std::vector<std::string> ids;
+            ids.reserve(runs.size());
+            for (const auto& entry : runs) ids.push_back(entry.run->id);
+            held_.add(ids);
+        });
+    metrics_.set_runs_held(held);
+    if (!deferred.empty()) to_give_back_.deferred(deferred);
 }
 
-void Loader::mark_bursts(std::vector<Scheduled>& scheduled, TimePoint now) {
+void Loader::mark_bursts(std::vector<ScheduledRun>& scheduled, TimePoint now, MemoryLedger& ledger,
+                         std::vector<std::string>& deferred) {
     std::vector<PlannedRun> runs;
     runs.reserve(scheduled.size());
     for (const auto& entry : scheduled) runs.push_back({entry.run->due_at, entry.bytes});
-    const auto plans = bursts_.plan(runs, now, ledger_);
-    std::vector<Scheduled> kept;
+    const auto plans = bursts_.plan(runs, now, ledger);
+    std::vector<ScheduledRun> kept;
     kept.reserve(scheduled.size());
     for (std::size_t i = 0; i < scheduled.size(); ++i) {
         auto& entry = scheduled[i];
         if (plans[i] == BurstPlan::deferred) {
-            burst_deferred_.push_back(entry.run->id);
+            deferred.push_back(entry.run->id);
             continue;
         }
         if (plans[i] != BurstPlan::delay_queues) {
@@ -278,8 +249,9 @@ bool Loader::prepare_forward_ladder(std::vector<ClaimedRun>& runs) {
     }
     const auto first_targeted = std::stable_partition(
         runs.begin(), runs.end(), [&](const ClaimedRun& run) { return !targeted(run); });
-    std::lock_guard lock(mutex_);
-    for (auto it = first_targeted; it != runs.end(); ++it) given_back_.push_back(it->id);
+    std::vector<std::string> ids;
+    for (auto it = first_targeted; it != runs.end(); ++it) ids.push_back(it->id);
+    to_give_back_.refused(ids);
     runs.erase(first_targeted, runs.end());
     return false;
 }
@@ -288,14 +260,9 @@ bool Loader::prepare_forward_ladder(std::vector<ClaimedRun>& runs) {
 // may be others' now. Forget it (runs in flight are recorded only where still its own), and
 // give back anything claimed since, before registering again.
 void Loader::forget_lost_claims(store::ClaimStore& store) {
-    std::size_t forgotten = 0;
-    {
-        std::lock_guard lock(mutex_);
-        forgotten = schedule_.size();
-        while (!schedule_.empty()) forget_held(schedule_.take_top());
-        ++schedule_generation_;
-        ++claims_epoch_;
-    }
+    // Offers first: whatever ingest leases under an offer made before is given back.
+    insert_claims_.forget_claims();
+    const auto forgotten = board_.forget_scheduled();
     held_.clear();
     store.release_all_claims(options_.owner);
     leases_.claims_forgotten();
@@ -323,16 +290,9 @@ std::optional<TimePoint> Loader::resend_due_before(TimePoint now) {
 }
 
 void Loader::finish_claims(store::ClaimStore& store) {
-    std::vector<std::string> unpublished;
-    {
-        std::lock_guard lock(mutex_);
-        while (!schedule_.empty()) unpublished.push_back(schedule_.take_top().run->id);
-        for (const auto& claims : adopted_) {
-            for (const auto& run : claims.runs) unpublished.push_back(run.id);
-        }
-        adopted_.clear();
-        ledger_.forget_all();
-    }
+    auto unpublished = board_.take_unpublished();
+    const auto adopted = insert_claims_.take_all_ids();
+    unpublished.insert(unpublished.end(), adopted.begin(), adopted.end());
     // Rows another transaction holds stay claimed: taken over once the lease ends.
     const auto kept = store.release_claims(options_.owner, unpublished).size();
     if (unpublished.size() > kept) {

@@ -61,52 +61,34 @@ Loader::Loader(LoaderOptions options, NextRunFunction next_run, LoaderSeams seam
       forward_ladder_declared_(options_.topology.forward_ladder),
       ladder_(delay::DelayLadder::for_horizon(options_.horizon)),
       release_messages_(options_.topology, ladder_, options_.releases_observed),
-      ledger_(MemoryBounds{.max_runs = options_.max_in_memory_runs,
-                           .max_bytes = options_.max_in_memory_bytes,
-                           .claim_batch = options_.claim_batch,
-                           .max_burst_runs = options_.max_burst_runs,
-                           .max_burst_bytes = options_.max_burst_bytes}),
+      board_(MemoryBounds{.max_runs = options_.max_in_memory_runs,
+                          .max_bytes = options_.max_in_memory_bytes,
+                          .claim_batch = options_.claim_batch,
+                          .max_burst_runs = options_.max_burst_runs,
+                          .max_burst_bytes = options_.max_burst_bytes}),
+      confirmed_(ConfirmedRuns::Options{.batch = options_.claim_batch,
+                                        .record_every = kRecordEvery,
+                                        .idle_wait = kIdleWait,
+                                        .capacity = options_.max_in_memory_runs,
+                                        .now = seams_.steady_now}),
       bursts_(options_.burst_min_runs, options_.max_burst_runs > 0, options_.horizon,
               ladder_.step(), kMaxSharedInstants) {}
 
 Loader::~Loader() = default;
 
-void Loader::Schedule::push(Scheduled scheduled) {
-    heap_.push_back(std::move(scheduled));
-    std::push_heap(heap_.begin(), heap_.end(), later);
-}
-
-Loader::Scheduled Loader::Schedule::take_top() {
-    std::pop_heap(heap_.begin(), heap_.end(), later);
-    auto top = std::move(heap_.back());
-    heap_.pop_back();
-    // After a hotspot, give back the room it took (the vector would keep its peak capacity).
-    if (heap_.capacity() > 4096 && heap_.size() < heap_.capacity() / 4) heap_.shrink_to_fit();
-    return top;
-}
-
-void Loader::wake() {
-    {
-        std::lock_guard lock(mutex_);
-        wake_requested_ = true;
-    }
-    claimer_wake_.notify_one();
-}
+void Loader::wake() { claimer_doorbell_.ring(true); }
 
 void Loader::wake_for(TimePoint due) {
     if (due - clock_now() <= options_.poll_interval + kClaimMargin) wake();
 }
 
-std::size_t Loader::in_memory_runs() const {
-    std::lock_guard lock(mutex_);
-    return schedule_.size() + in_flight_;
-}
+std::size_t Loader::in_memory_runs() const { return board_.held(); }
 
 void Loader::run(std::stop_token stop) {
     std::stop_callback wake_on_stop(stop, [this] {
-        claimer_wake_.notify_all();
-        publisher_wake_.notify_all();
-        recorder_wake_.notify_all();
+        claimer_doorbell_.ring();
+        board_.interrupt();
+        confirmed_.interrupt();
     });
     std::jthread heartbeat([this, stop](std::stop_token) {
         name_this_thread("hg-heartbeat");
@@ -124,24 +106,18 @@ void Loader::run(std::stop_token stop) {
     claim_loop(stop);
 }
 
-void Loader::forget_held(const Scheduled& scheduled) {
-    ledger_.forget(scheduled.bytes, scheduled.burst_held);
-}
-
 void Loader::give_back(const std::vector<InFlight::Settled>& runs) {
     if (runs.empty()) return;
     std::vector<std::string> ids;
-    {
-        std::lock_guard lock(mutex_);
-        for (const auto& settled : runs) {
-            ids.push_back(settled.value.run->id);
-            given_back_.push_back(settled.value.run->id);
-            forget_held(settled.value);
-        }
-        in_flight_ -= std::min(in_flight_, runs.size());
+    std::vector<const ScheduledRun*> published;
+    for (const auto& settled : runs) {
+        ids.push_back(settled.value.run->id);
+        published.push_back(&settled.value);
     }
+    to_give_back_.refused(ids);
+    board_.forget_published(published);
     held_.remove(ids);
-    claimer_wake_.notify_one();
+    claimer_doorbell_.ring();
 }
 
 }  // namespace hourglass::loader

@@ -21,11 +21,9 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <future>
 #include <memory>
-#include <mutex>
 #include <stop_token>
 #include <string>
 #include <thread>
@@ -41,11 +39,16 @@
 #include "hourglass/job.hpp"
 #include "hourglass/metrics.hpp"
 #include "loader/burst_planner.hpp"
+#include "loader/claimer_inbox.hpp"
+#include "loader/confirmed_runs.hpp"
 #include "loader/held_runs.hpp"
+#include "loader/insert_claim_desk.hpp"
 #include "loader/lease_keeper.hpp"
 #include "loader/loader_metrics.hpp"
 #include "loader/memory_ledger.hpp"
 #include "loader/release_channel.hpp"
+#include "loader/schedule_board.hpp"
+#include "loader/scheduled_run.hpp"
 #include "store/claim_store.hpp"
 #include "store/store_options.hpp"
 
@@ -179,49 +182,11 @@ private:
     // of them is ready): one UPDATE per confirm made 9,848 in that run (1,555 now). It
     // only widens the window in which a crash can cause a duplicate (reference §6, at least once).
     static constexpr auto kRecordEvery = Milliseconds{50};
-
-    // A claimed run held in memory: waiting for its publish instant, then for its confirm.
-    struct Scheduled {
-        TimePoint publish_at;
-        // By pointer, so that the schedule's heap moves a few words per step, not a whole run,
-        // and keeps no capacity for the runs of a past hotspot (about 700 bytes each).
-        std::unique_ptr<ClaimedRun> run;
-        std::size_t bytes = 0;  // body and properties, counted in ledger_ until confirmed
-        // Set at publish for a run of a release group other than its last (see group_releases).
-        std::optional<RunRef> observed_with;
-        // A run of a burst: published at its due time straight to the release exchange (the
-        // forward queue's exchange if targeted).
-        bool burst = false;
-        // A burst run held ahead of its due time, counted against the burst bounds rather than
-        // the others (one claimed within a ladder step of its due time counts against the
-        // others, as any run held that long before its publish).
-        bool burst_held = false;
-        // A recurring run's next due time, computed when it was claimed: off the publisher's
-        // thread, which would otherwise parse a cron expression per confirm of a burst.
-        std::optional<TimePoint> next_due;
-        TimePoint published_at{};  // set at its publish: its enqueued_at
-        // Handed over later than its x-hourglass-expires-after: goes to <prefix>.expired.
-        bool expired = false;
-        // A missed run of a job with x-cron-catchup: skip: goes to <prefix>.expired too.
-        bool skipped = false;
-    };
-    // The runs waiting for their publish instant, earliest first. A heap over a vector rather
-    // than std::priority_queue, whose top can only be copied out.
-    class Schedule {
-    public:
-        void push(Scheduled scheduled);
-        const Scheduled& top() const { return heap_.front(); }
-        Scheduled take_top();
-        bool empty() const noexcept { return heap_.empty(); }
-        std::size_t size() const noexcept { return heap_.size(); }
-
-    private:
-        static bool later(const Scheduled& a, const Scheduled& b) { return a.publish_at > b.publish_at; }
-        std::vector<Scheduled> heap_;
-    };
+    // At a stop, how long the claimer waits for ingest to end the offers it took.
+    static constexpr auto kInsertClaimsCloseWait = std::chrono::seconds{2};
 
     // Publishes awaiting their confirm (publisher thread).
-    using InFlight = amqp::ConfirmTracker<Scheduled>;
+    using InFlight = amqp::ConfirmTracker<ScheduledRun>;
 
     void claim_loop(std::stop_token stop);
     // When the claimer claims next (claimer thread): `backlog`, its last claim stopped at a
@@ -230,7 +195,7 @@ private:
         std::chrono::steady_clock::time_point next_claim;
         bool backlog = true;
     };
-    // Gives back to the store the runs the broker refused (given_back_) and the burst runs
+    // Gives back to the store the runs the broker refused (to_give_back_) and the burst runs
     // deferred, with those whose rows were held before when `retry` says; keeps in
     // `held_give_backs` those whose rows another transaction holds. Returns the refused ones.
     std::vector<std::string> give_back_refused(store::ClaimStore& store,
@@ -243,31 +208,19 @@ private:
     // Until the next claim, a wake, given-back runs, room for a batch in a backlog, or the
     // other threads ending.
     void wait_for_claim_work(std::stop_token stop, const ClaimPacing& pacing, bool threads_done);
-    // Claims at insert (claimer thread; mutex_ not held). Takes the runs ingest leased to this
-    // loader since the last claim, with the room their offers reserved; gives back instead
-    // those leased before the loader forgot its claims, and every run when `stopping`.
-    struct AdoptedClaims;
-    AdoptedClaims take_insert_claims(bool stopping);
+    // Claims at insert (claimer thread). Takes the runs ingest leased to this loader since the
+    // last claim, with the room their offers reserved; gives back instead those leased before
+    // the loader forgot its claims, and every run when `stopping`.
+    InsertClaimDesk::Adopted take_insert_claims(bool stopping);
     // Schedules `claimed` (a claim's runs) with the runs taken above, as one batch, so that the
     // runs of an instant count toward a burst however they came (mark_bursts).
     void schedule_with_insert_claims(std::vector<ClaimedRun> claimed);
-    // Waits, bounded, until ingest settled every offer it took (claimer thread, at a stop), so
-    // that no insert leases a run to this loader after it gave back its claims.
-    void close_insert_claims();
     void record_loop(std::stop_token stop);
-    // The confirmed runs to record, once a batch is ready, the oldest waited kRecordEvery, the
-    // runs waiting for locked rows are due again (`retry`) or the loader ends (`ending`: the
-    // publisher stopped after `stop`). Recorder thread.
-    std::vector<HandedOverRun> take_confirmed(std::stop_token stop, const LockedRowsRetry& retry,
-                                              bool& ending);
-    // Runs the next claim may take within the memory bounds (0 when full); mutex_ held.
-    std::size_t claim_capacity() const;
-    // Takes a run off the memory bounds (mutex_ held): confirmed, given back or forgotten.
-    void forget_held(const Scheduled& scheduled);
-    // Makes the runs of a burst among a claim's runs burst runs, as bursts_ plans them
-    // (mutex_ held): held until their due time, then published to the release exchange; those
-    // the burst bounds cannot hold leave `scheduled` for the store (burst_deferred_).
-    void mark_bursts(std::vector<Scheduled>& scheduled, TimePoint now);
+    // Makes the runs of a burst among a claim's runs burst runs, as bursts_ plans them against
+    // `ledger` (under the board's lock): held until their due time, then published to the
+    // release exchange; those the burst bounds cannot hold leave `scheduled` for `deferred`.
+    void mark_bursts(std::vector<ScheduledRun>& scheduled, TimePoint now, MemoryLedger& ledger,
+                     std::vector<std::string>& deferred);
     void heartbeat_loop(std::stop_token stop);
     // Gives back the runs leased to this instance by claims older than the orphan age that it
     // does not hold (held_): a commit whose reply was lost (heartbeat thread).
@@ -285,7 +238,7 @@ private:
     void publish_session(std::stop_token stop);
     // The runs due now (within the confirm window), and when to look again.
     struct DueBatch {
-        std::vector<Scheduled> runs;
+        std::vector<ScheduledRun> runs;
         TimePoint now{};  // the batch's one instant: its TTLs and groups are taken at it
         TimePoint next_publish{};
         bool window_full = false;  // max_unconfirmed publishes await confirms
@@ -301,18 +254,19 @@ private:
     void settle_confirm(InFlight& in_flight, const amqp::Confirm& confirm, LogBudget& release_nack_log);
     // Sets observed_with of the runs of `batch` that a release group observes with another
     // (delay::ReleaseMessages::group).
-    void group_releases(std::vector<Scheduled>& batch, TimePoint now, unsigned first_lane) const;
+    void group_releases(std::vector<ScheduledRun>& batch, TimePoint now, unsigned first_lane) const;
     // Declares the forward ladder once before the first targeted run of `runs` is published. If
     // that fails, or takes longer than forward_ladder_wait, takes the targeted runs out of
     // `runs`, gives them back to the store (the claim of the next poll looks again) and returns
     // false. Claimer thread.
     bool prepare_forward_ladder(std::vector<ClaimedRun>& runs);
     void schedule(std::vector<ClaimedRun> runs);
-    void confirmed(std::vector<HandedOverRun> runs);
     // Gives back runs published but refused, or maybe not received, to the store (the claimer
     // does, at once), and forgets them.
     void give_back(const std::vector<InFlight::Settled>& runs);
     void finish_claims(store::ClaimStore& store);
+    // The publisher and the recorder have ended (after `stop`).
+    bool other_threads_done() const { return confirmed_.closed() && recorder_done_; }
     TimePoint clock_now() const { return std::chrono::time_point_cast<Milliseconds>(seams_.now()); }
     std::optional<TimePoint> resend_due_before(TimePoint now);
 
@@ -330,41 +284,16 @@ private:
     delay::DelayLadder ladder_;
     delay::ReleaseMessages release_messages_;
 
-    mutable std::mutex mutex_;
-    std::condition_variable publisher_wake_;
-    std::condition_variable claimer_wake_;
-    std::condition_variable recorder_wake_;
-    Schedule schedule_;
-    std::size_t in_flight_ = 0;        // published, not yet confirmed
-    MemoryLedger ledger_;  // the memory bounds of scheduled and in-flight runs, and of offers
+    // The hand-offs between the threads, each with its own lock (see their headers). Which
+    // thread touches what is theirs to say; the rest of the loader's fields are one thread's.
+    ScheduleBoard board_;                    // claimer, ingest's offers -> publisher
+    InsertClaimDesk insert_claims_{board_};  // ingest <-> claimer
+    ConfirmedRuns confirmed_;                // publisher -> recorder
+    RunsToGiveBack to_give_back_;            // publisher, ingest, claimer -> claimer
+    ClaimerDoorbell claimer_doorbell_;       // every thread -> claimer
     // Claimer thread only: which runs of a claim are burst runs, and the burst cut.
     BurstPlanner bursts_;
-    std::vector<HandedOverRun> confirmed_;
-    std::chrono::steady_clock::time_point confirmed_since_{};  // the oldest in confirmed_
-    // Claimed runs the broker refused or may not have received: the claimer gives them back to
-    // the store at once, so that any instance claims them again (no in-flight run is leaked).
-    std::vector<std::string> given_back_;
-    // Claimed runs of a burst the burst bounds could not hold: given back to the store with them.
-    std::vector<std::string> burst_deferred_;
-    // Claims at insert: whether offers are made (set by the claimer each round), the room the
-    // open offers reserve (counted as held by claim_capacity), and the runs ingest inserted
-    // under them, for the claimer to schedule with the reservation they end.
-    struct AdoptedClaims {
-        std::uint64_t epoch = 0;
-        std::size_t reserved_runs = 0;
-        std::size_t reserved_bytes = 0;
-        std::vector<ClaimedRun> runs;
-    };
-    bool insert_claims_open_ = false;
-    std::size_t open_offers_ = 0;
-    std::vector<AdoptedClaims> adopted_;
-    // Bumped when the loader forgets its claims (forget_lost_claims): runs leased under an
-    // offer made before are given back, not published.
-    std::uint64_t claims_epoch_ = 0;
-    std::uint64_t schedule_generation_ = 0;  // bumped on every push: the publisher re-plans
-    bool wake_requested_ = false;
-    bool publisher_done_ = false;
-    bool recorder_done_ = false;  // every confirmed run recorded after the publisher stopped
+    std::atomic<bool> recorder_done_{false};  // every confirmed run recorded after the publisher stopped
     std::atomic<std::uint64_t> handed_over_total_{0};
     // Claimer thread only: since when the loader and the audit are connected without a break.
     std::optional<TimePoint> observing_since_;

@@ -5,16 +5,12 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <map>
-#include <stdexcept>
 #include <string>
-#include <tuple>
 #include <utility>
+#include <vector>
 
 #include "amqp/confirm_tracker.hpp"
 #include "common/retry.hpp"
-#include "common/text.hpp"
-#include "common/thread_name.hpp"
 
 namespace hourglass::loader {
 
@@ -35,15 +31,11 @@ void Loader::make_publisher_realtime() {
 
 void Loader::publish_loop(std::stop_token stop) {
     run_with_reconnect("loader (RabbitMQ)", stop, [&] { publish_session(stop); });
-    {
-        std::lock_guard lock(mutex_);
-        publisher_done_ = true;
-    }
-    recorder_wake_.notify_all();
-    claimer_wake_.notify_all();
+    confirmed_.close();
+    claimer_doorbell_.ring();
 }
 
-void Loader::group_releases(std::vector<Scheduled>& batch, TimePoint now, unsigned first_lane) const {
+void Loader::group_releases(std::vector<ScheduledRun>& batch, TimePoint now, unsigned first_lane) const {
     std::vector<delay::BatchRun> runs;
     runs.reserve(batch.size());
     for (const auto& scheduled : batch) runs.push_back({scheduled.run.get(), scheduled.burst, scheduled.expired});
@@ -78,14 +70,14 @@ void Loader::settle_confirm(InFlight& in_flight, const amqp::Confirm& confirm,
                         s.value.published_at, s.value.expired});
     }
     if (!runs.empty()) {
-        {
-            std::lock_guard lock(mutex_);
-            in_flight_ -= runs.size();
-            for (const auto& s : settled) {
-                if (s.ack || s.value.burst) forget_held(s.value);
-            }
+        std::vector<const ScheduledRun*> done;
+        done.reserve(runs.size());
+        for (const auto& s : settled) {
+            if (s.ack || s.value.burst) done.push_back(&s.value);
         }
-        confirmed(std::move(runs));
+        board_.forget_published(done);
+        confirmed_.push(std::move(runs));
+        claimer_doorbell_.ring();  // memory freed: a claim may fill it
     }
     if (nacked_releases && release_nack_log.take(std::chrono::steady_clock::now()).log) {
         spdlog::warn("loader: the broker refused releases (basic.nack): a queue bound to the "
@@ -107,20 +99,15 @@ Loader::DueBatch Loader::take_due(std::stop_token stop) {
     // Only while this instance's claims are surely its own (live leases).
     const bool may_publish = leases_.may_publish(seams_.steady_now());
     TimePoint taken_at{};
-    {
-        std::lock_guard lock(mutex_);
-        if (!stop.stop_requested() && may_publish) {
-            const auto now = clock_now();
-            taken_at = now;
-            while (!schedule_.empty() && schedule_.top().publish_at <= now &&
-                   in_flight_ < options_.max_unconfirmed) {
-                batch.runs.push_back(schedule_.take_top());
-                ++in_flight_;
-            }
-            batch.window_full = in_flight_ >= options_.max_unconfirmed;
-            if (!schedule_.empty()) batch.next_publish = std::min(batch.next_publish, schedule_.top().publish_at);
-        }
-        metrics_.set_runs_held(schedule_.size() + in_flight_);
+    if (!stop.stop_requested() && may_publish) {
+        taken_at = clock_now();
+        auto due = board_.take_due(taken_at, options_.max_unconfirmed);
+        batch.runs = std::move(due.runs);
+        batch.window_full = due.window_full;
+        if (due.next_publish) batch.next_publish = std::min(batch.next_publish, *due.next_publish);
+        metrics_.set_runs_held(due.held);
+    } else {
+        metrics_.set_runs_held(board_.held());
     }
     // One instant for the batch: every run in it was due to go by then, so each gets the TTL of
     // its rung, and the grouping and the publishes agree on the queue. Never before the instant
@@ -195,15 +182,9 @@ void Loader::await_confirms_or_runs(std::stop_token stop, ReleaseChannel& channe
         }
         return;
     }
-    {
-        std::unique_lock lock(mutex_);
-        const auto generation = schedule_generation_;
-        // A wait for a duration, not until an instant: the one clock is corrected (and
-        // injected in tests), the condition variable's is not.
-        publisher_wake_.wait_for(lock, batch.next_publish - clock_now(), [&] {
-            return stop.stop_requested() || schedule_generation_ != generation;
-        });
-    }
+    // A wait for a duration, not until an instant: the one clock is corrected (and injected
+    // in tests), the condition variable's is not.
+    board_.wait_for_runs(batch.next_publish - clock_now(), stop);
     // Keeps heartbeats flowing and notices a closed connection.
     while (auto event = channel.next_event(std::chrono::microseconds{0})) {
     }

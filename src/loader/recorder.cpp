@@ -3,50 +3,14 @@
 
 #include <spdlog/spdlog.h>
 
-#include <algorithm>
-#include <map>
-#include <stdexcept>
+#include <set>
 #include <string>
-#include <tuple>
 #include <utility>
+#include <vector>
 
-#include "amqp/confirm_tracker.hpp"
 #include "common/retry.hpp"
-#include "common/text.hpp"
-#include "common/thread_name.hpp"
 
 namespace hourglass::loader {
-
-void Loader::confirmed(std::vector<HandedOverRun> runs) {
-    {
-        std::lock_guard lock(mutex_);
-        if (confirmed_.empty()) confirmed_since_ = seams_.steady_now();
-        for (auto& run : runs) confirmed_.push_back(std::move(run));
-    }
-    recorder_wake_.notify_one();
-    claimer_wake_.notify_one();  // memory freed: a claim may fill it
-}
-
-// Records confirmed runs in batches: a claim batch of them, or once the oldest has waited
-// kRecordEvery. Runs whose rows another transaction holds are kept apart and tried again as
-// LockedRowsRetry says, so that they hold up no other record. After `stop` it records the
-// publisher's last confirms, then says it is done.
-std::vector<HandedOverRun> Loader::take_confirmed(std::stop_token stop, const LockedRowsRetry& retry,
-                                                  bool& ending) {
-    std::unique_lock lock(mutex_);
-    while (true) {
-        ending = stop.stop_requested() && publisher_done_;
-        const auto now = seams_.steady_now();
-        const bool oldest_waited = !confirmed_.empty() && now >= confirmed_since_ + kRecordEvery;
-        if (ending || oldest_waited || confirmed_.size() >= options_.claim_batch || retry.due(now)) {
-            break;
-        }
-        auto wake_at = confirmed_.empty() ? now + kIdleWait : confirmed_since_ + kRecordEvery;
-        if (retry.waiting()) wake_at = std::min(wake_at, retry.at());
-        recorder_wake_.wait_for(lock, wake_at - now);
-    }
-    return std::exchange(confirmed_, {});
-}
 
 void Loader::record_loop(std::stop_token stop) {
     auto store_options = options_.store;
@@ -58,7 +22,7 @@ void Loader::record_loop(std::stop_token stop) {
         const auto store = seams_.open_store(store_options);
         while (true) {
             bool ending = false;
-            auto handed_over = take_confirmed(stop, retry, ending);
+            auto handed_over = confirmed_.take_batch(stop, retry, ending);
             const bool tried_locked = ending || retry.due(seams_.steady_now());
             const auto before = locked.size();
             if (tried_locked) {
@@ -71,8 +35,7 @@ void Loader::record_loop(std::stop_token stop) {
             try {
                 left = store->record_handed_over(options_.owner, handed_over);
             } catch (...) {
-                std::lock_guard lock(mutex_);
-                confirmed_.insert(confirmed_.begin(), handed_over.begin(), handed_over.end());
+                confirmed_.put_back(std::move(handed_over));
                 throw;
             }
             const auto recorded = handed_over.size() - left.size();
@@ -105,13 +68,11 @@ void Loader::record_loop(std::stop_token stop) {
             }
             retry.settled(seams_.steady_now(), !locked.empty(), tried_locked);
             metrics_.set_handovers_waiting(locked.size());
+            claimer_doorbell_.ring();  // the hand-off may have been full: claims go on
         }
     });
-    {
-        std::lock_guard lock(mutex_);
-        recorder_done_ = true;
-    }
-    claimer_wake_.notify_all();
+    recorder_done_ = true;
+    claimer_doorbell_.ring();
 }
 
 void Loader::forget_recorded(const std::vector<HandedOverRun>& handed_over,

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "hourglass/message.hpp"
-#include "hourglass/metrics.hpp"
+#include "common/metrics.hpp"
 
 struct amqp_connection_state_t_;
 struct amqp_frame_t_;

@@ -12,7 +12,7 @@
 #include "amqp/connection.hpp"
 #include "audit/release_feed.hpp"
 #include "delay/topology.hpp"
-#include "hourglass/metrics.hpp"
+#include "common/metrics.hpp"
 #include "store/store_options.hpp"
 #include "store/release_store.hpp"
 

@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "hourglass/metrics.hpp"
+#include "common/metrics.hpp"
 
 namespace hourglass::audit {
 

@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "common/thread_name.hpp"
-#include "hourglass/metrics.hpp"
+#include "common/metrics.hpp"
 #include "retention/pruner.hpp"
 #include "store/migrations.hpp"
 #include "store/upkeep_store.hpp"

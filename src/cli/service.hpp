@@ -14,7 +14,7 @@
 #include "console/console.hpp"
 #include "delay/topology.hpp"
 #include "forward/forwarder.hpp"
-#include "hourglass/metrics.hpp"
+#include "common/metrics.hpp"
 #include "http/http_server.hpp"
 #include "http/stats_refresher.hpp"
 #include "ingest/ingest.hpp"

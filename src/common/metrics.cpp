@@ -1,4 +1,4 @@
-#include "hourglass/metrics.hpp"
+#include "common/metrics.hpp"
 
 #include <algorithm>
 #include <cctype>

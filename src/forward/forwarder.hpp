@@ -21,7 +21,7 @@
 
 #include "amqp/connection.hpp"
 #include "delay/topology.hpp"
-#include "hourglass/metrics.hpp"
+#include "common/metrics.hpp"
 
 namespace hourglass::forward {
 

@@ -4,7 +4,7 @@
 
 #include <cstddef>
 
-#include "hourglass/metrics.hpp"
+#include "common/metrics.hpp"
 
 namespace hourglass::forward {
 

@@ -9,7 +9,7 @@
 #include <charconv>
 #include <stdexcept>
 
-#include "hourglass/metrics.hpp"
+#include "common/metrics.hpp"
 
 namespace hourglass::http {
 

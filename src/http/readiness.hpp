@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include "hourglass/metrics.hpp"
+#include "common/metrics.hpp"
 
 namespace hourglass::http {
 

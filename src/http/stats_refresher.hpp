@@ -12,7 +12,7 @@
 #include <optional>
 #include <thread>
 
-#include "hourglass/metrics.hpp"
+#include "common/metrics.hpp"
 #include "hourglass/time.hpp"
 #include "store/upkeep_store.hpp"
 

@@ -18,7 +18,7 @@
 #include "delay/topology.hpp"
 #include "hourglass/command.hpp"
 #include "hourglass/job.hpp"
-#include "hourglass/metrics.hpp"
+#include "common/metrics.hpp"
 #include "ingest/command_channel.hpp"
 #include "store/command_store.hpp"
 #include "store/store_options.hpp"

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "hourglass/command.hpp"
-#include "hourglass/metrics.hpp"
+#include "common/metrics.hpp"
 
 namespace hourglass::ingest {
 

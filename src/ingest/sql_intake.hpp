@@ -11,7 +11,7 @@
 
 #include "hourglass/command.hpp"
 #include "hourglass/message.hpp"
-#include "hourglass/metrics.hpp"
+#include "common/metrics.hpp"
 #include "ingest/ingest.hpp"
 #include "store/sql_command_store.hpp"
 

@@ -177,12 +177,12 @@ void Loader::schedule(std::vector<ClaimedRun> runs) {
     }
     std::vector<std::string> deferred;
     const auto held = board_.schedule(
-        std::move(scheduled), [&](std::vector<ScheduledRun>& runs, MemoryLedger& ledger) {
-            mark_bursts(runs, now, ledger, deferred);
+        std::move(scheduled), [&](std::vector<ScheduledRun>& kept, MemoryLedger& ledger) {
+            mark_bursts(kept, now, ledger, deferred);
             // Held before the publisher can see them, so that it never ends a run not yet held.
             std::vector<std::string> ids;
-            ids.reserve(runs.size());
-            for (const auto& entry : runs) ids.push_back(entry.run->id);
+            ids.reserve(kept.size());
+            for (const auto& entry : kept) ids.push_back(entry.run->id);
             held_.add(ids);
         });
     metrics_.set_runs_held(held);

@@ -37,7 +37,7 @@
 #include "delay/release_messages.hpp"
 #include "delay/topology.hpp"
 #include "hourglass/job.hpp"
-#include "hourglass/metrics.hpp"
+#include "common/metrics.hpp"
 #include "loader/burst_planner.hpp"
 #include "loader/claimer_inbox.hpp"
 #include "loader/confirmed_runs.hpp"

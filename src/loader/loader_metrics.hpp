@@ -7,7 +7,7 @@
 #include <chrono>
 #include <cstddef>
 
-#include "hourglass/metrics.hpp"
+#include "common/metrics.hpp"
 
 namespace hourglass::loader {
 

@@ -13,7 +13,7 @@
 #include <stop_token>
 #include <thread>
 
-#include "hourglass/metrics.hpp"
+#include "common/metrics.hpp"
 #include "hourglass/time.hpp"
 #include "store/upkeep_store.hpp"
 

@@ -14,7 +14,7 @@
 
 #include "hourglass/command.hpp"
 #include "hourglass/job.hpp"
-#include "hourglass/metrics.hpp"
+#include "common/metrics.hpp"
 #include "store/claim_store.hpp"
 #include "store/command_store.hpp"
 #include "store/release_store.hpp"

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "hourglass/metrics.hpp"
+#include "common/metrics.hpp"
 
 namespace hourglass::store {
 

@@ -90,7 +90,9 @@ TEST_F(ScheduleControls, a_paused_job_releases_nothing_and_resumed_releases_one_
     int missed = 0;
     for (const auto& run : after) {
         if (due_of(run) < resumed_at - 1s) ++missed;
-        if (&run != &after[0]) EXPECT_EQ(catchup_of(run), 0) << "later runs are not marked";
+        if (&run != &after[0]) {
+            EXPECT_EQ(catchup_of(run), 0) << "later runs are not marked";
+        }
     }
     EXPECT_EQ(missed, 1) << "the missed runs were coalesced into one";
     EXPECT_EQ(job_state("ctl-pause"), "pending");

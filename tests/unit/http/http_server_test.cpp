@@ -8,7 +8,7 @@
 
 #include <atomic>
 
-#include "hourglass/metrics.hpp"
+#include "common/metrics.hpp"
 
 namespace hourglass::http {
 namespace {

@@ -1,7 +1,7 @@
-// Metrics (include/hourglass/metrics.hpp): the registry renders the Prometheus text format that
+// Metrics (src/common/metrics.hpp): the registry renders the Prometheus text format that
 // a strict parser (and promtool, when installed) accepts, label values are escaped, counts are
 // exact under concurrent updates, and the hourglass metrics move as the pipeline reports.
-#include "hourglass/metrics.hpp"
+#include "common/metrics.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,16 +1,16 @@
 #!/usr/bin/env python3
 """Plots the hotspot drain of each variant of hourglass tried in one series (gnuplot).
 
-Usage: bench/plots/drain_variants.py RESULTS.jsonl OUT.png
+Usage: python3 -m bench.plots.drain_variants RESULTS.jsonl OUT.png
 Reads the lines that carry a `variant` (an experiment's label), in the order the variants first
 appear, and draws for each the median drain as a bar and every run as a point. Lines of the
 peers harness give their drain (`metrics.hotspot.drain_s`); lines of bench_e2e_lateness give
 the last release after the instant (`lateness_max_ms`).
 """
-import json
 import statistics
-import subprocess
 import sys
+
+from bench import plotting
 
 
 def drain_s(row):
@@ -20,7 +20,7 @@ def drain_s(row):
 
 
 def main(results, out):
-    rows = [json.loads(line) for line in open(results, encoding="utf-8") if line.strip()]
+    rows = plotting.read_results(results)
     drains = {}  # variant -> drains in seconds, in file order
     for row in rows:
         if "variant" in row:
@@ -49,7 +49,7 @@ e
 {points}
 e
 """
-    subprocess.run(["gnuplot"], input=script, text=True, check=True)
+    plotting.draw(script)
     print(out)
 
 

@@ -1,17 +1,17 @@
 #!/usr/bin/env python3
 """Plots how fast the consumers' queues took a burst, by how it arrived, per broker (gnuplot).
 
-Usage: bench/plots/queue_intake.py RESULTS.jsonl OUT.png
+Usage: python3 -m bench.plots.queue_intake RESULTS.jsonl OUT.png
 Reads the lines of bench_e2e_queue_intake (scenario "queue-intake", or "intake" from
 scripts/bench), groups them by arrival (with its --pace, --queue-ttl or --queues) and by the
 broker named at the start of their label
 ("rabbitmq 4.3.6 round 1" -> "rabbitmq 4.3.6"), and draws the median drain of each as a bar,
 one colour per broker.
 """
-import json
 import statistics
-import subprocess
 import sys
+
+from bench import plotting
 
 
 def arrival_name(row):
@@ -32,7 +32,7 @@ def arrival_name(row):
 
 
 def main(results, out):
-    rows = [json.loads(line) for line in open(results, encoding="utf-8") if line.strip()]
+    rows = plotting.read_results(results)
     rows = [r for r in rows if r.get("scenario") in ("queue-intake", "intake")]
     if not rows:
         sys.exit(f"{results}: no queue-intake line")
@@ -67,7 +67,7 @@ set key top left
 plot {plots}
 {data}
 """
-    subprocess.run(["gnuplot"], input=script, text=True, check=True)
+    plotting.draw(script)
     print(out)
 
 

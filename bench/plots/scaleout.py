@@ -1,17 +1,17 @@
 #!/usr/bin/env python3
 """Plots the scale-out scenario of scripts/bench: ingest and hotspot by number of instances.
 
-Usage: bench/plots/scaleout.py RESULTS.jsonl OUT.png [RUN]
+Usage: python3 -m bench.plots.scaleout RESULTS.jsonl OUT.png [RUN]
 Reads the `scaleout` lines of one bench run (the last one in the file unless RUN is given) and
 draws, per instance count, the acked ingest rate and the hotspot drain (gnuplot).
 """
-import json
-import subprocess
 import sys
+
+from bench import plotting
 
 
 def main(results, out, run=None):
-    rows = [r for r in map(json.loads, open(results, encoding="utf-8")) if r.get("scenario") == "scaleout"]
+    rows = plotting.read_results(results, "scaleout")
     if not rows:
         sys.exit(f"{results}: no scaleout line")
     run = run or rows[-1]["run"]
@@ -44,7 +44,7 @@ plot '-' using 1:2 with boxes notitle
 e
 unset multiplot
 """
-    subprocess.run(["gnuplot"], input=script, text=True, check=True)
+    plotting.draw(script)
     print(out)
 
 

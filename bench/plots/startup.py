@@ -1,20 +1,20 @@
 #!/usr/bin/env python3
 """Plots start-up times by broker and variant (gnuplot).
 
-Usage: bench/plots/startup.py RESULTS.jsonl OUT.png
+Usage: python3 -m bench.plots.startup RESULTS.jsonl OUT.png
 Reads lines with `first_start_s` and `second_start_s` (time from `hourglass run` to its
 "hourglass running" line on a new prefix, then again on the same one), grouped by `broker` and
 `variant` in the order they first appear, and draws the median first start as a bar and every
 first and second start as a point.
 """
-import json
 import statistics
-import subprocess
 import sys
+
+from bench import plotting
 
 
 def main(results, out):
-    rows = [json.loads(line) for line in open(results, encoding="utf-8") if line.strip()]
+    rows = plotting.read_results(results)
     groups = {}  # (broker, variant) -> rows, in file order
     for row in rows:
         if "first_start_s" in row:
@@ -51,7 +51,7 @@ e
 {seconds}
 e
 """
-    subprocess.run(["gnuplot"], input=script, text=True, check=True)
+    plotting.draw(script)
     print(out)
 
 

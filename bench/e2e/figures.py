@@ -1,0 +1,55 @@
+"""Pure helpers over measured figures: medians of rounds, formatting, statement names. No I/O;
+tested in bench/e2e/tests."""
+
+import re
+
+def statement_name(query):
+    q = query.strip()
+    for pattern, name in ((r"^WITH fresh AS", "claim_due"), (r"^INSERT INTO jobs", "insert_jobs"),
+                          (r"^UPDATE jobs j SET runs", "record_handed_over"),
+                          (r"^UPDATE jobs j SET released_at", "record_releases"),
+                          (r"^SELECT id, floor", "due_of_ids"), (r"^SELECT pending", "stats"),
+                          (r"^SET LOCAL", "set_local"), (r"^BEGIN", "begin"), (r"^COMMIT", "commit")):
+        if re.search(pattern, q, re.I):
+            return name
+    return q[:40]
+
+def median_round(rounds, by="lateness_p99_ms", medians=("lateness_p50_ms", "lateness_p99_ms", "lateness_max_ms"),
+                 sums=("jobs", "lost", "early", "duplicates"), least=()):
+    """One record for several rounds of a scenario: the median of each figure in `medians`, the
+    sum of the counts in `sums`, the smallest of `least`, the per-round figures, and the rest
+    (cost, hand-over) from the round with the median of `by`."""
+    ordered = sorted(rounds, key=lambda r: r.get(by) or 0)
+    out = dict(ordered[len(ordered) // 2])
+    for key in medians:
+        values = sorted(r.get(key) or 0 for r in rounds)
+        out[key] = values[len(values) // 2]
+        out[key + "_rounds"] = [r.get(key) for r in rounds]
+    for key in sums:
+        out[key] = sum(r[key] for r in rounds)
+    for key in least:
+        out[key] = min(r[key] for r in rounds)
+    out["rounds"] = len(rounds)
+    return out
+
+def retention_ms(text):
+    units = {"ms": 1, "s": 1000, "m": 60000, "h": 3600000, "d": 86400000}
+    m = re.fullmatch(r"(\d+)(ms|s|m|h|d)", text)
+    return int(m.group(1)) * units[m.group(2)] if m else 0
+
+def fmt(v, unit=""):
+    if v is None:
+        return "-"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, str):
+        return v
+    if isinstance(v, int):
+        return f"{v:,}{unit}"
+    if abs(v) >= 1000:
+        return f"{v:,.0f}{unit}"
+    if abs(v) >= 100:
+        return f"{v:.0f}{unit}"
+    if abs(v) >= 10:
+        return f"{v:.1f}{unit}"
+    return f"{v:.2f}{unit}"

@@ -1,0 +1,83 @@
+"""The benchmarks' pure parts: medians of alternating rounds, the table's number format, the
+statement names of the cost figures, and the plots' data."""
+
+import json
+import os
+import tempfile
+import unittest
+
+from bench import plotting
+from bench.e2e.figures import fmt, median_round, retention_ms, statement_name
+
+
+class MedianRound(unittest.TestCase):
+    def test_takes_the_median_of_each_figure_sums_counts_and_keeps_every_round(self):
+        rounds = [
+            {"lateness_p50_ms": 2.0, "lateness_p99_ms": 9.0, "lateness_max_ms": 30, "jobs": 10, "lost": 0,
+             "early": 0, "duplicates": 1, "cost": "a"},
+            {"lateness_p50_ms": 1.0, "lateness_p99_ms": 5.0, "lateness_max_ms": 90, "jobs": 10, "lost": 1,
+             "early": 0, "duplicates": 0, "cost": "b"},
+            {"lateness_p50_ms": 3.0, "lateness_p99_ms": 7.0, "lateness_max_ms": 10, "jobs": 10, "lost": 0,
+             "early": 2, "duplicates": 0, "cost": "c"},
+        ]
+        out = median_round(rounds)
+        self.assertEqual(out["lateness_p50_ms"], 2.0)
+        self.assertEqual(out["lateness_p99_ms"], 7.0)
+        self.assertEqual(out["lateness_max_ms"], 30)
+        self.assertEqual(out["lateness_p99_ms_rounds"], [9.0, 5.0, 7.0])
+        self.assertEqual((out["jobs"], out["lost"], out["early"], out["duplicates"]), (30, 1, 2, 1))
+        self.assertEqual(out["cost"], "c")  # from the round with the median p99
+        self.assertEqual(out["rounds"], 3)
+
+    def test_an_even_count_takes_the_upper_median_and_least_the_smallest(self):
+        rounds = [{"x": 1, "within": 5}, {"x": 4, "within": 3}]
+        out = median_round(rounds, by="x", medians=("x",), sums=(), least=("within",))
+        self.assertEqual(out["x"], 4)
+        self.assertEqual(out["within"], 3)
+
+
+class Format(unittest.TestCase):
+    def test_numbers_keep_three_significant_places_and_counts_their_separators(self):
+        self.assertEqual(fmt(None), "-")
+        self.assertEqual(fmt(True), "yes")
+        self.assertEqual(fmt(12345), "12,345")
+        self.assertEqual(fmt(1234.5), "1,234")
+        self.assertEqual(fmt(123.4), "123")
+        self.assertEqual(fmt(12.34), "12.3")
+        self.assertEqual(fmt(1.234, " ms"), "1.23 ms")
+
+    def test_retention_reads_the_cli_units(self):
+        self.assertEqual(retention_ms("90s"), 90000)
+        self.assertEqual(retention_ms("1m"), 60000)
+        self.assertEqual(retention_ms("2d"), 2 * 86400000)
+        self.assertEqual(retention_ms("soon"), 0)
+
+
+class StatementName(unittest.TestCase):
+    def test_names_the_statements_the_cost_figures_count(self):
+        with open(os.path.join(os.path.dirname(__file__), "..", "..", "..", "src", "store", "sql",
+                               "claim_due.sql"), encoding="utf-8") as f:
+            claim = "\n".join(line for line in f if not line.lstrip().startswith("--"))
+        self.assertEqual(statement_name(claim), "claim_due")
+        self.assertEqual(statement_name("  commit"), "commit")
+        self.assertEqual(statement_name("SELECT something else entirely, and more text"),
+                         "SELECT something else entirely, and more")
+
+
+class Plotting(unittest.TestCase):
+    def test_data_blocks_leave_missing_values_out_and_end_with_e(self):
+        self.assertEqual(plotting.data_block([(1, 2.5), (2, None)]), "1 2.5\n2 NaN\ne")
+
+    def test_reads_the_lines_of_one_scenario(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
+            f.write(json.dumps({"scenario": "steady", "x": 1}) + "\n\n")
+            f.write(json.dumps({"scenario": "hotspot", "x": 2}) + "\n")
+        try:
+            self.assertEqual([r["x"] for r in plotting.read_results(f.name)], [1, 2])
+            self.assertEqual([r["x"] for r in plotting.read_results(f.name, "hotspot")], [2])
+        finally:
+            os.unlink(f.name)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -57,7 +57,8 @@ def peers_rows():
                 "0 / 0", r["early"] == 0 and r["lost"] == 0, ratio=False)
 
 
-def report():
+def steady_rows():
+    """The steady rows: lateness against the broker alone."""
     s, sb = find("steady", "hourglass"), find("steady", "baseline")
     if s and sb:
         z = SIZES["steady"]
@@ -79,6 +80,10 @@ def report():
             row(name, "hand-over late p99 ms (at most)", h["p99_ms_at_most"], ratio=False)
             row(name, "hand-overs > 5 ms / > 50 ms late, %", f"{100 * h['over_5ms_share']:.2f} / {100 * h['over_50ms_share']:.2f}",
                 ratio=False)
+
+
+def ingest_rows():
+    """Ingest and the SQL intake."""
     i, ib = find("ingest", "hourglass"), find("ingest", "baseline")
     if i and ib:
         name = f"ingest {SIZES['ingest']['duration']}s"
@@ -104,6 +109,10 @@ def report():
         row(f"sql intake {sl['commands']:,} at {fmt(sl['committed_per_s'])}/s", "COMMIT -> taken p50 / p99 / max ms",
             f"{fmt(sl['commit_to_taken_p50_ms'])} / {fmt(sl['commit_to_taken_p99_ms'])} / {fmt(sl['commit_to_taken_max_ms'])}",
             None, ratio=False)
+
+
+def hotspot_rows():
+    """The hotspot and its variants."""
     t, tb = find("hotspot", "hourglass"), find("hotspot", "baseline")
     if t and tb:
         name = f"hotspot {t['jobs']:,}"
@@ -147,6 +156,10 @@ def report():
         row(name, "drain rate jobs/s", n["drain_rate_per_s"], b["drain_rate_per_s"])
         row(name, "early / lost / dup", f"{n['early']} / {n['lost']} / {n['duplicates']}",
             f"{b['early']} / {b['lost']} / {b['duplicates']}", "0 / 0 / 0", n["early"] == 0 and n["lost"] == 0 and n["duplicates"] == 0, ratio=False)
+
+
+def scaleout_rows():
+    """Instances added on one schema."""
     outs = [r for r in RESULTS if r["scenario"] == "scaleout"]
     for r in outs:
         one, n, i, t = outs[0], r["instances"], r["ingest"], r["hotspot"]
@@ -167,6 +180,10 @@ def report():
             t["early"] == 0 and t["lost"] == 0 and t["duplicates"] == 0, ratio=False)
         row(name, "hourglass CPU s per 1,000 jobs, all instances: ingest / hotspot",
             f"{fmt(i['hourglass_cpu_us_per_job'] / 1000)} / {fmt(t['hourglass_cpu_us_per_job'] / 1000)}", ratio=False)
+
+
+def queuetype_rows():
+    """Quorum against classic delay queues."""
     for c, q in zip([r for r in RESULTS if r["scenario"] == "queuetype" and r["mode"] == "classic"],
                     [r for r in RESULTS if r["scenario"] == "queuetype" and r["mode"] == "quorum"]):
         name = f"quorum (hourglass) vs classic (baseline column), {q['rabbitmq_nodes']} node(s), round {q['round']}"
@@ -180,6 +197,10 @@ def report():
             f"{qs['early'] + qh['early']} / {qs['lost'] + qh['lost']} / {qs['duplicates'] + qh['duplicates']}",
             f"{cs['early'] + ch['early']} / {cs['lost'] + ch['lost']} / {cs['duplicates'] + ch['duplicates']}", "0 / 0 / 0",
             all(x[f] == 0 for x in (qs, qh, cs, ch) for f in ("early", "lost", "duplicates")), ratio=False)
+
+
+def scale_rows():
+    """10 M pending jobs against 10,000."""
     sm, lg = find("scale-small", "hourglass"), find("scale-large", "hourglass")
     if sm and lg:
         name = f"scale {lg['pending_rows']:,} vs {sm['pending_rows']:,}"
@@ -206,6 +227,10 @@ def report():
         row(name, "steady lateness p99 ms", nh["steady"]["lateness_p99_ms"], sm["steady"]["lateness_p99_ms"])
         row(name, "PostgreSQL CPU us/job (steady)", nh["steady"]["cost"].get("postgres_cpu_us_per_job"),
             sm["steady"]["cost"].get("postgres_cpu_us_per_job"))
+
+
+def longrun_rows():
+    """The long run, first against last interval."""
     lr = find("longrun", "hourglass")
     if lr and lr.get("series"):
         z = SIZES["longrun"]
@@ -233,6 +258,10 @@ def report():
         row(name, "early / lost / dup", f"{lr['early']} / {lr['lost']} / {lr['duplicates']}", None, "0 / 0", lr["early"] == 0 and lr["lost"] == 0, ratio=False)
         if lr.get("plot"):
             row(name, "plot", lr["plot"], ratio=False)
+
+
+def prune_rows():
+    """The prune under load, and the console."""
     pr = find("prune", "hourglass")
     if pr:
         name = f"prune {pr['ended_rows']:,} ended + {pr['pending_rows']:,} pending"
@@ -257,6 +286,10 @@ def report():
                 row(cname, f"{path}: median / p95 ms idle; p95 during prune + load",
                     f"{fmt(t['median_ms'])} / {fmt(t['p95_ms'])}; {fmt(d_t.get('p95_ms'))}", None, "p95 idle < 50",
                     t["p95_ms"] < 50, ratio=False)
+
+
+def cost_rows():
+    """Per job: CPU, memory, SQL and broker messages."""
     # cost: hourglass runs vs the broker alone
     for scen, label in (("steady", "steady"), ("ingest", "ingest"), ("ingest-receipts", "ingest with receipts"),
                         ("ingest-backlog", "ingest backlog"), ("sqlintake-backlog", "sql intake backlog"),
@@ -287,8 +320,9 @@ def report():
                     f"{fmt(c.get('hourglass_cpu_us_per_job'))} / {fmt(c.get('hourglass_rss_max_mb'))}", None, "RSS <= 100",
                     (c.get("hourglass_rss_max_mb") or 0) <= 100, ratio=False)
 
-    compared_rows()
-    peers_rows()
+
+def print_table():
+    """The table, and the plans of the scale run."""
     widths = [max(len(str(r[k])) for r in ROWS + [("scenario", "metric", "hourglass", "baseline", "ratio", "target", "")]) for k in range(7)]
     def line(r):
         return "  ".join(str(x).ljust(widths[k]) if k < 2 or k >= 5 else str(x).rjust(widths[k]) for k, x in enumerate(r)).rstrip()
@@ -312,3 +346,19 @@ def report():
         say(f"\n== hourglass.stats view (read every 5 s for /metrics), {lg['pending_rows']:,} pending")
         say(lg["stats_view_plan"])
     say(f"\nJSON lines appended to {os.path.relpath(results_file, ROOT)}; logs in {LOGS} (deleted with the services)")
+
+
+def report():
+    """Every row the results of this run call for, then the table."""
+    steady_rows()
+    ingest_rows()
+    hotspot_rows()
+    scaleout_rows()
+    queuetype_rows()
+    scale_rows()
+    longrun_rows()
+    prune_rows()
+    cost_rows()
+    compared_rows()
+    peers_rows()
+    print_table()

@@ -3,8 +3,8 @@
 // how much the next claim or offer may take. Burst runs held ahead of their instant count
 // against bounds of their own, not the others'.
 //
-// A plain value: the loader guards it with its mutex (the claimer holds and reserves, the
-// publisher and the recorder forget); unit-tested with plain numbers.
+// A plain value: the ScheduleBoard owns it under its lock (the claimer holds, ingest's offers
+// reserve, the publisher forgets); unit-tested with plain numbers.
 #pragma once
 
 #include <algorithm>

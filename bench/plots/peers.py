@@ -32,7 +32,7 @@ def main(results, out, run=None):
         (f'"{LABELS[p]}"', *(lines.get(("steady", p), {}).get(k)
                              for k in ("lateness_p50_ms", "lateness_p99_ms", "lateness_max_ms"))) for p in peers)
     hotspot = plotting.data_block((f'"{LABELS[p]}"', lines.get(("hotspot", p), {}).get("drain_s")) for p in peers)
-    jobs = next((r["jobs"] for (shape, _), r in lines.items() if shape == "hotspot"), 0)
+    jobs = next((r["jobs_requested"] for (shape, _), r in lines.items() if shape == "hotspot"), 0)
     machine = rows[-1]["machine"]
     script = f"""set terminal png size 1100,450
 set output '{out}'

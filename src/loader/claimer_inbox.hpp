@@ -72,12 +72,6 @@ public:
         std::unique_lock lock(mutex_);
         rung_.wait_for(lock, wait, [&] { return claim_asked_ || ready(); });
     }
-    // Waits up to `wait` until `ready` holds (re-checked at each ring).
-    template <typename Ready>
-    bool wait_until_ready(std::chrono::steady_clock::duration wait, Ready&& ready) {
-        std::unique_lock lock(mutex_);
-        return rung_.wait_for(lock, wait, std::forward<Ready>(ready));
-    }
 
 private:
     std::mutex mutex_;

@@ -31,6 +31,7 @@ bool ScheduleBoard::has_room_for(std::size_t runs) const {
 }
 
 std::size_t ScheduleBoard::schedule(std::vector<ScheduledRun> runs, const Plan& plan) {
+    std::size_t held_now = 0;
     {
         std::lock_guard lock(mutex_);
         if (plan) plan(runs, ledger_);
@@ -39,9 +40,10 @@ std::size_t ScheduleBoard::schedule(std::vector<ScheduledRun> runs, const Plan& 
             schedule_.push(std::move(run));
         }
         ++generation_;
+        held_now = held_locked();
     }
     runs_added_.notify_one();
-    return held();
+    return held_now;
 }
 
 std::size_t ScheduleBoard::forget_scheduled() {

@@ -133,22 +133,22 @@ int main(int argc, char** argv) {
     }
 
     Client client(amqp_url);
-    auto& connection = client.connection();
+    auto& channel = client.channel();
     const auto run_tag = std::to_string(std::random_device{}() % 1000000);
     const std::string body(body_bytes, 'x');
     const std::string sink = "hourglass.bench.shapes.sink." + run_tag;
-    connection.declare_exchange(2, sink, "fanout");
+    channel.declare_exchange(sink, "fanout");
     const std::string direct = "hourglass.bench.shapes.direct." + run_tag;
     const std::string headers = "hourglass.bench.shapes.headers." + run_tag;
-    connection.declare_exchange(2, direct, "direct");
-    connection.declare_exchange(2, headers, "headers");
+    channel.declare_exchange(direct, "direct");
+    channel.declare_exchange(headers, "headers");
 
     std::vector<std::string> idle;
     for (std::size_t i = 0; i < idle_fanouts; ++i) {
         idle.push_back("hourglass.bench.shapes.idle." + run_tag + "." + std::to_string(i));
-        connection.declare_queue(2, idle.back(), {{"x-queue-type", std::string("classic")}});
-        connection.declare_exchange(2, idle.back(), "fanout");
-        connection.bind_queue(2, idle.back(), idle.back(), "");
+        channel.declare_queue(idle.back(), {{"x-queue-type", std::string("classic")}});
+        channel.declare_exchange(idle.back(), "fanout");
+        channel.bind_queue(idle.back(), idle.back(), "");
     }
 
     std::cout << "| shape | publishes/s | broker CPU per publish, us |\n|---|---|---|\n";
@@ -159,19 +159,19 @@ int main(int argc, char** argv) {
         for (std::size_t q = 0; q < shape.queues; ++q) {
             const auto name = "hourglass.bench.shapes." + run_tag + "." + std::to_string(s) + "." +
                               std::to_string(q);
-            connection.declare_queue(2, name,
+            channel.declare_queue(name,
                                      {{"x-queue-type", std::string("classic")},
                                       {"x-message-ttl", ttl_ms},
                                       {"x-dead-letter-exchange", sink}});
             switch (shape.route) {
             case Route::default_exchange: break;
             case Route::own_fanout:
-                connection.declare_exchange(2, name, "fanout");
-                connection.bind_queue(2, name, name, "");
+                channel.declare_exchange(name, "fanout");
+                channel.bind_queue(name, name, "");
                 break;
-            case Route::one_direct: connection.bind_queue(2, name, direct, name); break;
+            case Route::one_direct: channel.bind_queue(name, direct, name); break;
             case Route::one_headers:
-                connection.bind_queue(2, name, headers, "",
+                channel.bind_queue(name, headers, "",
                                       {{"x-match", std::string("all")}, {"x-lane", name}});
                 break;
             }
@@ -231,15 +231,15 @@ int main(int argc, char** argv) {
                            {"publishes_per_s", rate},
                            {"broker_cpu_us_per_publish", cpu_us}});
         for (const auto& target : targets) {
-            connection.delete_queue(2, target);
-            if (shape.route == Route::own_fanout) connection.delete_exchange(2, target);
+            channel.delete_queue(target);
+            if (shape.route == Route::own_fanout) channel.delete_exchange(target);
         }
     }
     for (const auto& name : idle) {
-        connection.delete_queue(2, name);
-        connection.delete_exchange(2, name);
+        channel.delete_queue(name);
+        channel.delete_exchange(name);
     }
-    for (const auto& exchange : {sink, direct, headers}) connection.delete_exchange(2, exchange);
+    for (const auto& exchange : {sink, direct, headers}) channel.delete_exchange(exchange);
     for (const auto& result : results) std::cout << result.dump() << "\n";
     return 0;
 }

@@ -111,8 +111,9 @@ std::thread start_batch_acking_consumer(const Settings& s, const std::string& qu
     return std::thread([&s, queue, &consumed, &stop_consuming] {
         Client client(s.amqp_url);
         auto& c = client.connection();
-        c.set_prefetch(2, s.prefetch);
-        c.consume(2, queue);
+        auto& channel = client.channel();
+        channel.set_prefetch(s.prefetch);
+        channel.consume(queue);
         std::uint64_t unacked = 0, last_tag = 0;
         while (!stop_consuming) {
             auto event = c.next_event(unacked ? std::chrono::microseconds{0} : std::chrono::microseconds{100000});
@@ -125,7 +126,7 @@ std::thread start_batch_acking_consumer(const Settings& s, const std::string& qu
                 }
             }
             if (unacked) {
-                c.ack(2, last_tag, /*multiple=*/true);
+                channel.ack(last_tag, /*multiple=*/true);
                 consumed += unacked;
                 unacked = 0;
             }
@@ -199,10 +200,10 @@ Input input_of(const Settings& s, Client& monitor) {
     const auto run_tag = std::to_string(std::random_device{}() % 1000000);
     if (s.mode != "baseline") return {run_tag, s.prefix + ".in", s.prefix + ".in"};
     Input input{run_tag, "hourglass.bench.ingest." + run_tag, "hourglass.bench.ingest." + run_tag};
-    auto& c = monitor.connection();
-    c.declare_exchange(2, input.exchange, "topic");
-    c.declare_queue(2, input.queue, {{"x-queue-type", std::string("classic")}});
-    c.bind_queue(2, input.queue, input.exchange, "#");
+    auto& c = monitor.channel();
+    c.declare_exchange(input.exchange, "topic");
+    c.declare_queue(input.queue, {{"x-queue-type", std::string("classic")}});
+    c.bind_queue(input.queue, input.exchange, "#");
     return input;
 }
 
@@ -262,8 +263,8 @@ int run_backlog(const Settings& s) {
     stop_consuming = true;
     if (consumer.joinable()) consumer.join();
     if (baseline) {
-        monitor.connection().delete_queue(2, queue);
-        monitor.connection().delete_exchange(2, exchange);
+        monitor.channel().delete_queue(queue);
+        monitor.channel().delete_exchange(exchange);
     }
     const double rate = (t10 && t90 && *t90 > *t10) ? 0.8 * static_cast<double>(initial) / (*t90 - *t10) : 0;
     nlohmann::json result = {{"scenario", s.scenario}, {"mode", s.mode}, {"phase", "drain"},
@@ -413,8 +414,8 @@ int main(int argc, char** argv) {
     const auto receipts_received = receipts_now();
     receipts.reset();
     if (baseline) {
-        monitor.connection().delete_queue(2, queue);
-        monitor.connection().delete_exchange(2, exchange);
+        monitor.channel().delete_queue(queue);
+        monitor.channel().delete_exchange(exchange);
     }
 
     const Sample from = at_warmup.value_or(samples.front());

@@ -122,7 +122,7 @@ class Receivers {
         stop();
         for (std::size_t q = 0; q < durable_queues_.size(); ++q) {
             try {
-                clients_[q]->connection().delete_queue(2, durable_queues_[q]);
+                clients_[q]->channel().delete_queue(durable_queues_[q]);
             } catch (const std::exception& e) {
                 std::cerr << "could not delete " << durable_queues_[q] << ": " << e.what() << "\n";
             }
@@ -252,14 +252,14 @@ int main(int argc, char** argv) {
 
     Receivers receivers(s.amqp_url, s.queues, s.receiving_queue_type);
     if (!s.target_exchange.empty()) {
-        receivers.first().connection().declare_exchange(2, out_exchange, "fanout");
+        receivers.first().channel().declare_exchange(out_exchange, "fanout");
     }
     if (baseline) {
         out_exchange = "hourglass.bench.baseline.out." + run_tag;
         baseline_queue = "hourglass.bench.baseline.ttl." + run_tag;
-        auto& c = receivers.first().connection();
-        c.declare_exchange(2, out_exchange, "fanout");
-        c.declare_queue(2, baseline_queue,
+        auto& c = receivers.first().channel();
+        c.declare_exchange(out_exchange, "fanout");
+        c.declare_queue(baseline_queue,
                         {{"x-queue-type", std::string("classic")},
                          {"x-message-ttl", s.baseline_ttl_ms},
                          {"x-dead-letter-exchange", out_exchange}});
@@ -423,9 +423,9 @@ int main(int argc, char** argv) {
     }
     publisher.join();
     receivers.stop();
-    if (baseline) receivers.first().connection().delete_queue(2, baseline_queue);
+    if (baseline) receivers.first().channel().delete_queue(baseline_queue);
     if (baseline || !s.target_exchange.empty()) {
-        receivers.first().connection().delete_exchange(2, out_exchange);
+        receivers.first().channel().delete_exchange(out_exchange);
     }
 
     std::vector<double> sorted = lateness;

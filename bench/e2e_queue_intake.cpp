@@ -105,9 +105,8 @@ class Tally {
 class Consumer {
   public:
     Consumer(const std::string& url, std::uint16_t prefetch, Tally& tally)
-        : connection_(options(url)), tally_(tally) {
-        connection_.open_channel(1);
-        connection_.set_prefetch(1, prefetch);
+        : connection_(options(url)), channel_(connection_, 1), tally_(tally) {
+        channel_.set_prefetch(prefetch);
     }
 
     // A failed run (the broker gone, say) still stops and joins the reader before exiting.
@@ -115,10 +114,10 @@ class Consumer {
     Consumer(const Consumer&) = delete;
     Consumer& operator=(const Consumer&) = delete;
 
-    amqp::Connection& connection() { return connection_; }
+    amqp::Channel& channel() { return channel_; }
 
     void start(const std::string& queue) {
-        connection_.consume(1, queue, /*no_ack=*/false);
+        channel_.consume(queue, /*no_ack=*/false);
         thread_ = std::thread([this] { run(); });
     }
 
@@ -142,12 +141,13 @@ class Consumer {
             auto* delivery = std::get_if<amqp::Delivery>(&*event);
             if (delivery == nullptr) continue;
             const auto now = SteadyClock::now();
-            connection_.ack(1, delivery->delivery_tag);
+            channel_.ack(delivery->delivery_tag);
             tally_.count(now);
         }
     }
 
     amqp::Connection connection_;
+    amqp::Channel channel_;
     Tally& tally_;
     std::thread thread_;
     std::atomic<bool> stop_{false};
@@ -160,18 +160,18 @@ class Consumers {
     Consumers(const Settings& s, const std::string& exchange) : tally_(s.messages) {
         for (std::size_t q = 0; q < s.queues; ++q) {
             consumers_.push_back(std::make_unique<Consumer>(s.amqp_url, s.prefetch, tally_));
-            auto& connection = consumers_.back()->connection();
+            auto& channel = consumers_.back()->channel();
             if (s.receiving_queue_type == "quorum") {
                 // Quorum queues cannot be exclusive: a durable one named after the run's
                 // exchange, deleted when the run ends.
-                queues_.push_back(connection.declare_queue(
-                    1, exchange + ".q" + std::to_string(q),
+                queues_.push_back(channel.declare_queue(
+                    exchange + ".q" + std::to_string(q),
                     {{"x-queue-type", std::string("quorum")}}));
                 durable_ = true;
             } else {
-                queues_.push_back(connection.declare_queue(1, "", {}, /*exclusive=*/true));
+                queues_.push_back(channel.declare_queue("", {}, /*exclusive=*/true));
             }
-            connection.bind_queue(1, queues_.back(), exchange, routing_prefix(q) + "#");
+            channel.bind_queue(queues_.back(), exchange, routing_prefix(q) + "#");
         }
     }
 
@@ -180,7 +180,7 @@ class Consumers {
         for (std::size_t q = 0; q < queues_.size(); ++q) {
             try {
                 consumers_[q]->stop();
-                consumers_[q]->connection().delete_queue(1, queues_[q]);
+                consumers_[q]->channel().delete_queue(queues_[q]);
             } catch (const std::exception& e) {
                 std::cerr << "could not delete " << queues_[q] << ": " << e.what() << "\n";
             }
@@ -203,7 +203,7 @@ class Consumers {
     std::size_t queued() {
         std::size_t n = 0;
         for (std::size_t q = 0; q < queues_.size(); ++q) {
-            n += consumers_[q]->connection().queue_message_count(1, queues_[q]).value_or(0);
+            n += consumers_[q]->channel().queue_message_count(queues_[q]).value_or(0);
         }
         return n;
     }
@@ -267,9 +267,9 @@ double seconds(SteadyClock::duration d) {
 
 nlohmann::json run_arrival(const Settings& s, const std::string& arrival, const std::string& tag) {
     Client publisher(s.amqp_url);
-    auto& setup = publisher.connection();
+    auto& setup = publisher.channel();
     const std::string exchange = "hourglass.bench.intake." + tag;
-    setup.declare_exchange(2, exchange, "topic");
+    setup.declare_exchange(exchange, "topic");
     Consumers consumers(s, exchange);
 
     const bool dead_lettered = arrival.starts_with("dead-lettered");
@@ -281,21 +281,21 @@ nlohmann::json run_arrival(const Settings& s, const std::string& arrival, const 
     const std::string released = exchange + ".released";
     const std::string copy = exchange + ".copy";
     if (dead_lettered && s.release_route) {
-        setup.declare_exchange(2, released, "fanout");
-        setup.declare_exchange(2, copy, "direct");
-        setup.bind_exchange(2, exchange, released, "");
-        setup.bind_exchange(2, copy, released, "");
+        setup.declare_exchange(released, "fanout");
+        setup.declare_exchange(copy, "direct");
+        setup.bind_exchange(exchange, released, "");
+        setup.bind_exchange(copy, released, "");
     }
     if (dead_lettered) {
         for (std::size_t lane = 0; lane < s.lanes; ++lane) {
             lanes.push_back(exchange + ".lane-" + std::to_string(lane));
-            setup.declare_exchange(2, lanes.back(), "fanout");
+            setup.declare_exchange(lanes.back(), "fanout");
             amqp::Arguments arguments{
                 {"x-queue-type", std::string("classic")},
                 {"x-dead-letter-exchange", s.release_route ? released : exchange}};
             if (s.queue_ttl_ms > 0) arguments.emplace_back("x-message-ttl", s.queue_ttl_ms);
-            setup.declare_queue(2, lanes.back(), arguments);
-            setup.bind_queue(2, lanes.back(), lanes.back(), "");
+            setup.declare_queue(lanes.back(), arguments);
+            setup.bind_queue(lanes.back(), lanes.back(), "");
         }
     }
 
@@ -354,14 +354,14 @@ nlohmann::json run_arrival(const Settings& s, const std::string& arrival, const 
                                                          seconds(tally.last() - tally.first())
                                                    : 0;
     for (const auto& lane : lanes) {
-        setup.delete_queue(2, lane);
-        setup.delete_exchange(2, lane);
+        setup.delete_queue(lane);
+        setup.delete_exchange(lane);
     }
     if (dead_lettered && s.release_route) {
-        setup.delete_exchange(2, released);
-        setup.delete_exchange(2, copy);
+        setup.delete_exchange(released);
+        setup.delete_exchange(copy);
     }
-    setup.delete_exchange(2, exchange);
+    setup.delete_exchange(exchange);
     return {{"scenario", "queue-intake"},
             {"arrival", arrival},
             {"messages", s.messages},

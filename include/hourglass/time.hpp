@@ -17,15 +17,11 @@ using Milliseconds = std::chrono::milliseconds;
 // RabbitMQ, PostgreSQL and RFC 3339 tools do).
 using TimePoint = std::chrono::sys_time<Milliseconds>;
 
-// The current instant, truncated to milliseconds, on the process's one clock: the host's
-// clock corrected by the offset to PostgreSQL's clock last measured (set_clock_offset), so that
-// instances on hosts whose clocks differ agree on when a job is due (reference §6).
+// The current instant on this host's clock, truncated to milliseconds. The service compares
+// due times on PostgreSQL's clock instead (DatabaseClock, src/common/database_clock.hpp).
 TimePoint now_ms() noexcept;
 // The same instant to the microsecond.
 std::chrono::sys_time<std::chrono::microseconds> now_us() noexcept;
-// PostgreSQL's clock minus this host's (0 until measured).
-void set_clock_offset(std::chrono::microseconds offset) noexcept;
-std::chrono::microseconds clock_offset() noexcept;
 
 // Parses an RFC 3339 date-time with a mandatory offset (`Z`, `z`, `+01:00`, `-05:30`),
 // an optional fraction of any length (truncated to milliseconds) and `T`, `t` or a space

@@ -15,63 +15,17 @@
 #include <ctime>
 
 #include "amqp/field_table.hpp"
+#include "amqp/rabbitmq_c.hpp"
 #include "common/mask.hpp"
 
 namespace hourglass::amqp {
 
 namespace {
 
-// The one place a rabbitmq-c status code becomes an exception.
-void check(int status, const char* what) {
-    if (status == AMQP_STATUS_OK) return;
-    throw ConnectionError(std::string(what) + ": " + amqp_error_string2(status));
-}
-
-std::string reply_text(amqp_bytes_t text) { return to_string(text); }
-
-// The one place an RPC reply becomes an exception. A server-side close is acknowledged first
-// so the connection (for a channel close) stays usable.
-void check_reply(amqp_connection_state_t state, const amqp_rpc_reply_t& reply, const char* what,
-                 std::uint16_t channel = 0) {
-    switch (reply.reply_type) {
-        case AMQP_RESPONSE_NORMAL: return;
-        case AMQP_RESPONSE_NONE: throw ConnectionError(std::string(what) + ": missing RPC reply");
-        case AMQP_RESPONSE_LIBRARY_EXCEPTION:
-            throw ConnectionError(std::string(what) + ": " +
-                                  amqp_error_string2(reply.library_error));
-        case AMQP_RESPONSE_SERVER_EXCEPTION: break;
-    }
-    if (reply.reply.id == AMQP_CHANNEL_CLOSE_METHOD) {
-        const auto* close = static_cast<const amqp_channel_close_t*>(reply.reply.decoded);
-        const std::uint16_t code = close->reply_code;
-        const std::string text = reply_text(close->reply_text);
-        amqp_channel_close_ok_t close_ok{};
-        amqp_send_method(state, channel, AMQP_CHANNEL_CLOSE_OK_METHOD, &close_ok);
-        throw ChannelError(std::string(what) + ": channel closed by broker: " +
-                               std::to_string(code) + " " + text +
-                               (code == AMQP_ACCESS_REFUSED
-                                    ? " (the RabbitMQ user lacks a permission: see docs/operating.md "
-                                      "\"Permissions\")"
-                                    : ""),
-                           code, channel);
-    }
-    if (reply.reply.id == AMQP_CONNECTION_CLOSE_METHOD) {
-        const auto* close = static_cast<const amqp_connection_close_t*>(reply.reply.decoded);
-        amqp_connection_close_ok_t close_ok{};
-        amqp_send_method(state, 0, AMQP_CONNECTION_CLOSE_OK_METHOD, &close_ok);
-        throw ConnectionError(std::string(what) + ": connection closed by broker: " +
-                                  std::to_string(close->reply_code) + " " +
-                                  reply_text(close->reply_text),
-                              reply_text(close->reply_text));
-    }
-    throw ConnectionError(std::string(what) + ": unexpected server reply");
-}
-
-timeval to_timeval(std::chrono::microseconds timeout) {
-    const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(timeout);
-    return timeval{static_cast<time_t>(seconds.count()),
-                   static_cast<suseconds_t>((timeout - seconds).count())};
-}
+using detail::check;
+using detail::check_reply;
+using detail::reply_text;
+using detail::to_timeval;
 
 // A TLS socket that verifies the broker's certificate chain and host name (always: there is
 // no setting to turn verification off), trusting `ca_cert_file` or else the system CA bundle,
@@ -121,7 +75,7 @@ Message read_content(amqp_connection_state_t state, std::uint16_t channel, const
 
 void Connection::StateDeleter::operator()(amqp_connection_state_t_* state) const noexcept {
     // Best effort: the broker may already be gone.
-    amqp_connection_close(state, AMQP_REPLY_SUCCESS);
+    if (close) amqp_connection_close(state, AMQP_REPLY_SUCCESS);
     amqp_destroy_connection(state);
 }
 
@@ -208,7 +162,7 @@ void Connection::open(const std::string& one_url, const ConnectionOptions& optio
                               ": " + amqp_error_string2(status) + hint);
     }
     check(amqp_set_handshake_timeout(state, &connect_timeout), "setting handshake timeout");
-    timeval rpc_timeout = to_timeval(std::chrono::seconds{30});
+    timeval rpc_timeout = to_timeval(detail::kRpcTimeout);
     check(amqp_set_rpc_timeout(state, &rpc_timeout), "setting RPC timeout");
 
     amqp_table_entry_t client_property{};
@@ -227,222 +181,30 @@ void Connection::open(const std::string& one_url, const ConnectionOptions& optio
     check_reply(state, login, "logging in to RabbitMQ");
 }
 
-Connection::~Connection() noexcept = default;
-Connection::Connection(Connection&&) noexcept = default;
-Connection& Connection::operator=(Connection&&) noexcept = default;
-
-void Connection::open_channel(std::uint16_t channel) {
-    amqp_channel_open(state_.get(), channel);
-    check_reply(state_.get(), amqp_get_rpc_reply(state_.get()), "opening channel", channel);
-    if (publish_sequence_.size() <= channel) {
-        publish_sequence_.resize(channel + 1u, 0);
-        confirm_channels_.resize(channel + 1u, false);
-    }
-    publish_sequence_[channel] = 0;
-    confirm_channels_[channel] = false;
+Connection::~Connection() noexcept {
+    // A lost connection (a paused or unreachable broker) is not closed politely: that would
+    // wait up to the RPC timeout for a reply that does not come.
+    state_.get_deleter().close = !lost_;
 }
 
-void Connection::close_channel(std::uint16_t channel) noexcept {
-    amqp_channel_close(state_.get(), channel, AMQP_REPLY_SUCCESS);
+void Connection::mark_open(std::uint16_t channel) {
+    if (open_channels_.size() <= channel) open_channels_.resize(channel + 1u, false);
+    open_channels_[channel] = true;
 }
 
-void Connection::declare_exchange(std::uint16_t channel, const std::string& name,
-                                  const std::string& type, const Arguments& arguments,
-                                  Reply reply) {
-    OutgoingTables tables;
-    const auto what = "declaring exchange " + name;
-    if (reply == Reply::none) {
-        amqp_exchange_declare_t method{};
-        method.exchange = to_bytes(name);
-        method.type = to_bytes(type);
-        method.durable = 1;
-        method.nowait = 1;
-        method.arguments = tables.table(arguments);
-        check(amqp_send_method(state_.get(), channel, AMQP_EXCHANGE_DECLARE_METHOD, &method),
-              what.c_str());
-        return;
-    }
-    amqp_exchange_declare(state_.get(), channel, to_bytes(name), to_bytes(type), /*passive=*/0,
-                          /*durable=*/1, /*auto_delete=*/0, /*internal=*/0,
-                          tables.table(arguments));
-    check_reply(state_.get(), amqp_get_rpc_reply(state_.get()), what.c_str(), channel);
+void Connection::mark_closed(std::uint16_t channel) noexcept {
+    if (channel < open_channels_.size()) open_channels_[channel] = false;
 }
 
-std::string Connection::declare_queue(std::uint16_t channel, const std::string& name,
-                                      const Arguments& arguments, bool exclusive) {
-    OutgoingTables tables;
-    const auto* ok = amqp_queue_declare(state_.get(), channel, to_bytes(name), /*passive=*/0,
-                                        /*durable=*/exclusive ? 0 : 1, exclusive ? 1 : 0,
-                                        /*auto_delete=*/exclusive ? 1 : 0, tables.table(arguments));
-    check_reply(state_.get(), amqp_get_rpc_reply(state_.get()), ("declaring queue " + name).c_str(), channel);
-    return to_string(ok->queue);
-}
-
-void Connection::declare_queue_no_wait(std::uint16_t channel, const std::string& name,
-                                       const Arguments& arguments) {
-    OutgoingTables tables;
-    amqp_queue_declare_t method{};
-    method.queue = to_bytes(name);
-    method.durable = 1;
-    method.nowait = 1;
-    method.arguments = tables.table(arguments);
-    check(amqp_send_method(state_.get(), channel, AMQP_QUEUE_DECLARE_METHOD, &method),
-          ("declaring queue " + name).c_str());
-}
-
-void Connection::bind_queue(std::uint16_t channel, const std::string& queue,
-                            const std::string& exchange, const std::string& binding_key,
-                            const Arguments& arguments, Reply reply) {
-    OutgoingTables tables;
-    const auto what = "binding queue " + queue + " to " + exchange;
-    if (reply == Reply::none) {
-        amqp_queue_bind_t method{};
-        method.queue = to_bytes(queue);
-        method.exchange = to_bytes(exchange);
-        method.routing_key = to_bytes(binding_key);
-        method.nowait = 1;
-        method.arguments = tables.table(arguments);
-        check(amqp_send_method(state_.get(), channel, AMQP_QUEUE_BIND_METHOD, &method),
-              what.c_str());
-        return;
-    }
-    amqp_queue_bind(state_.get(), channel, to_bytes(queue), to_bytes(exchange),
-                    to_bytes(binding_key), tables.table(arguments));
-    check_reply(state_.get(), amqp_get_rpc_reply(state_.get()), what.c_str(), channel);
-}
-
-void Connection::bind_exchange(std::uint16_t channel, const std::string& destination,
-                               const std::string& source, const std::string& binding_key) {
-    amqp_exchange_bind(state_.get(), channel, to_bytes(destination), to_bytes(source),
-                       to_bytes(binding_key), amqp_empty_table);
-    check_reply(state_.get(), amqp_get_rpc_reply(state_.get()), ("binding exchange " + destination + " to " + source).c_str(), channel);
-}
-
-void Connection::delete_queue(std::uint16_t channel, const std::string& name, Reply reply) {
-    const auto what = "deleting queue " + name;
-    if (reply == Reply::none) {
-        amqp_queue_delete_t method{};
-        method.queue = to_bytes(name);
-        method.nowait = 1;
-        check(amqp_send_method(state_.get(), channel, AMQP_QUEUE_DELETE_METHOD, &method),
-              what.c_str());
-        return;
-    }
-    amqp_queue_delete(state_.get(), channel, to_bytes(name), 0, 0);
-    check_reply(state_.get(), amqp_get_rpc_reply(state_.get()), what.c_str(), channel);
-}
-
-void Connection::delete_exchange(std::uint16_t channel, const std::string& name, Reply reply) {
-    const auto what = "deleting exchange " + name;
-    if (reply == Reply::none) {
-        amqp_exchange_delete_t method{};
-        method.exchange = to_bytes(name);
-        method.nowait = 1;
-        check(amqp_send_method(state_.get(), channel, AMQP_EXCHANGE_DELETE_METHOD, &method),
-              what.c_str());
-        return;
-    }
-    amqp_exchange_delete(state_.get(), channel, to_bytes(name), 0);
-    check_reply(state_.get(), amqp_get_rpc_reply(state_.get()), what.c_str(), channel);
-}
-
-void Connection::await_channels(const std::vector<std::uint16_t>& channels,
-                                const std::string& what) {
-    auto* state = state_.get();
-    // basic.qos changes nothing on a channel without consumers, and the broker answers it after
-    // the methods before it on its channel.
-    for (const auto channel : channels) {
-        amqp_basic_qos_t qos{};
-        check(amqp_send_method(state, channel, AMQP_BASIC_QOS_METHOD, &qos), what.c_str());
-    }
-    // One read loop for all of them: rabbitmq-c's RPC on one channel sets aside the frames of
-    // the others and would not look at them again, so a close the broker sent on a channel
-    // while we waited for another would be missed, and its answer awaited for ever.
-    std::vector<std::uint16_t> waiting = channels;
-    while (!waiting.empty()) {
-        amqp_frame_t frame{};
-        check(amqp_simple_wait_frame(state, &frame), what.c_str());
-        if (frame.frame_type != AMQP_FRAME_METHOD) continue;
-        const auto id = frame.payload.method.id;
-        if (id == AMQP_CHANNEL_CLOSE_METHOD || id == AMQP_CONNECTION_CLOSE_METHOD) {
-            amqp_rpc_reply_t reply{};
-            reply.reply_type = AMQP_RESPONSE_SERVER_EXCEPTION;
-            reply.reply = frame.payload.method;
-            check_reply(state, reply, what.c_str(), frame.channel);
-        }
-        if (id == AMQP_BASIC_QOS_OK_METHOD) std::erase(waiting, frame.channel);
-    }
-    amqp_maybe_release_buffers(state);
-}
-
-std::optional<std::uint32_t> Connection::queue_message_count(std::uint16_t channel,
-                                                             const std::string& queue) {
-    const auto* ok = amqp_queue_declare(state_.get(), channel, to_bytes(queue), /*passive=*/1, 0,
-                                        0, 0, amqp_empty_table);
-    try {
-        check_reply(state_.get(), amqp_get_rpc_reply(state_.get()), ("inspecting queue " + queue).c_str(), channel);
-    } catch (const ChannelError& error) {
-        if (error.reply_code() == AMQP_NOT_FOUND) {
-            open_channel(channel);
-            return std::nullopt;
-        }
-        throw;
-    }
-    return ok->message_count;
-}
-
-std::optional<std::uint32_t> Connection::purge_queue(std::uint16_t channel,
-                                                     const std::string& queue) {
-    const auto* ok = amqp_queue_purge(state_.get(), channel, to_bytes(queue));
-    check_reply(state_.get(), amqp_get_rpc_reply(state_.get()), ("purging queue " + queue).c_str(), channel);
-    return ok->message_count;
-}
-
-void Connection::set_prefetch(std::uint16_t channel, std::uint16_t count) {
-    amqp_basic_qos(state_.get(), channel, 0, count, /*global=*/0);
-    check_reply(state_.get(), amqp_get_rpc_reply(state_.get()), "setting prefetch", channel);
-}
-
-void Connection::enable_confirms(std::uint16_t channel) {
-    amqp_confirm_select(state_.get(), channel);
-    check_reply(state_.get(), amqp_get_rpc_reply(state_.get()), "enabling publisher confirms", channel);
-    confirm_channels_[channel] = true;
-    publish_sequence_[channel] = 0;
-}
-
-std::string Connection::consume(std::uint16_t channel, const std::string& queue, bool no_ack,
-                                const std::string& consumer_tag) {
-    const auto* ok =
-        amqp_basic_consume(state_.get(), channel, to_bytes(queue), to_bytes(consumer_tag),
-                           /*no_local=*/0, no_ack ? 1 : 0, /*exclusive=*/0, amqp_empty_table);
-    check_reply(state_.get(), amqp_get_rpc_reply(state_.get()), ("consuming from " + queue).c_str(), channel);
-    return to_string(ok->consumer_tag);
-}
-
-void Connection::cancel_consumer(std::uint16_t channel, const std::string& consumer_tag) {
-    amqp_basic_cancel(state_.get(), channel, to_bytes(consumer_tag));
-    check_reply(state_.get(), amqp_get_rpc_reply(state_.get()), "cancelling consumer", channel);
-}
-
-std::uint64_t Connection::publish(std::uint16_t channel, const Message& message, bool mandatory) {
-    OutgoingTables tables;
-    const auto properties = tables.properties(message.properties);
-    check(amqp_basic_publish(state_.get(), channel, to_bytes(message.exchange),
-                             to_bytes(message.routing_key), mandatory ? 1 : 0, /*immediate=*/0,
-                             &properties, to_bytes(message.body)),
-          "publishing");
-    return confirm_channels_[channel] ? ++publish_sequence_[channel] : 0;
-}
-
-void Connection::ack(std::uint16_t channel, std::uint64_t delivery_tag, bool multiple) {
-    check(amqp_basic_ack(state_.get(), channel, delivery_tag, multiple ? 1 : 0), "acking");
-}
-
-void Connection::reject(std::uint16_t channel, std::uint64_t delivery_tag, bool requeue) {
-    check(amqp_basic_reject(state_.get(), channel, delivery_tag, requeue ? 1 : 0), "rejecting");
+bool Connection::is_open(std::uint16_t channel) const noexcept {
+    return channel < open_channels_.size() && open_channels_[channel];
 }
 
 std::optional<Event> Connection::next_event(std::chrono::microseconds timeout) {
+    return noting_closes([&] { return read_event(timeout); });
+}
+
+std::optional<Event> Connection::read_event(std::chrono::microseconds timeout) {
     amqp_connection_state_t state = state_.get();
     amqp_maybe_release_buffers(state);
     // rabbitmq-c waits in whole milliseconds, rounded down: a wait shorter than 1 ms returns at

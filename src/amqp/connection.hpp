@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <variant>
@@ -70,15 +71,12 @@ struct ConnectionOptions {
     std::string client_cert_file;  // amqps: optional client certificate (PEM), with its key
     std::string client_key_file;
     int frame_max = 131072;
-    // Counts this connection while it is open (hourglass_connected, /readyz); may be null.
+    // Counts this connection while it is open (health::ServiceHealth::open_connections: /readyz,
+    // hourglass_connected); may be null.
     metrics::Gauge* open_connections = nullptr;
 };
 
-// An exchange or queue argument table (x-message-ttl, alternate-exchange, ...).
-using Arguments = FieldTable;
-
-// Whether a method waits for the broker's reply (see Connection::declare_exchange).
-enum class Reply { wait, none };
+class Channel;
 
 // A message delivered to a consumer.
 struct Delivery {
@@ -110,52 +108,9 @@ public:
     ~Connection() noexcept;
     Connection(const Connection&) = delete;
     Connection& operator=(const Connection&) = delete;
-    Connection(Connection&&) noexcept;
-    Connection& operator=(Connection&&) noexcept;
-
-    void open_channel(std::uint16_t channel);
-    void close_channel(std::uint16_t channel) noexcept;
-
-    // Reply::none sends a declaration, binding or deletion without waiting for the broker's
-    // answer (AMQP no-wait): the broker handles each channel's methods in order, so many leave
-    // at once, and the one that fails closes its channel, which await_channels() reports.
-    void declare_exchange(std::uint16_t channel, const std::string& name, const std::string& type,
-                          const Arguments& arguments = {}, Reply reply = Reply::wait);
-    // Durable queue unless exclusive; returns the queue name (the broker's for an empty name).
-    std::string declare_queue(std::uint16_t channel, const std::string& name,
-                              const Arguments& arguments, bool exclusive = false);
-    // A durable queue with a name, declared with no wait for the reply.
-    void declare_queue_no_wait(std::uint16_t channel, const std::string& name,
-                               const Arguments& arguments);
-    void bind_queue(std::uint16_t channel, const std::string& queue, const std::string& exchange,
-                    const std::string& binding_key, const Arguments& arguments = {},
-                    Reply reply = Reply::wait);
-    void bind_exchange(std::uint16_t channel, const std::string& destination,
-                       const std::string& source, const std::string& binding_key);
-    void delete_queue(std::uint16_t channel, const std::string& name, Reply reply = Reply::wait);
-    void delete_exchange(std::uint16_t channel, const std::string& name, Reply reply = Reply::wait);
-    // Returns once the broker has handled every method sent before on each of `channels`;
-    // throws ChannelError, with the broker's reason, if one of them (sent with Reply::none)
-    // failed. `what` says what those methods were, for the error. Other frames that arrive
-    // meanwhile are dropped: for connections that only declare or delete.
-    void await_channels(const std::vector<std::uint16_t>& channels, const std::string& what);
-    // Number of ready messages in a queue (passive declare); nullopt when it does not exist.
-    std::optional<std::uint32_t> queue_message_count(std::uint16_t channel,
-                                                     const std::string& queue);
-    std::optional<std::uint32_t> purge_queue(std::uint16_t channel, const std::string& queue);
-
-    // Per-consumer prefetch (never `global`, reference §10).
-    void set_prefetch(std::uint16_t channel, std::uint16_t count);
-    void enable_confirms(std::uint16_t channel);
-    std::string consume(std::uint16_t channel, const std::string& queue, bool no_ack = false,
-                        const std::string& consumer_tag = {});
-    void cancel_consumer(std::uint16_t channel, const std::string& consumer_tag);
-
-    // Publishes message.exchange / message.routing_key. With confirms enabled the returned
-    // number is this publish's sequence number on the channel (1, 2, ...).
-    std::uint64_t publish(std::uint16_t channel, const Message& message, bool mandatory = false);
-    void ack(std::uint16_t channel, std::uint64_t delivery_tag, bool multiple = false);
-    void reject(std::uint16_t channel, std::uint64_t delivery_tag, bool requeue);
+    // Not movable: its Channels point to it.
+    Connection(Connection&&) = delete;
+    Connection& operator=(Connection&&) = delete;
 
     // While held, the frames of consecutive publishes wait in the kernel and leave together in
     // full-sized TCP segments (TCP_CORK), instead of one segment per publish: fewer packets for
@@ -174,7 +129,19 @@ public:
     bool has_buffered_data() const noexcept;
 
 private:
+    friend class Channel;
+    friend void await_channels(std::span<Channel> channels, const std::string& what);
+
     void open(const std::string& url, const ConnectionOptions& options);
+    // Channel numbers: which are open, so that no two Channels share one.
+    void mark_open(std::uint16_t channel);
+    void mark_closed(std::uint16_t channel) noexcept;
+    bool is_open(std::uint16_t channel) const noexcept;
+    // Runs `read`, marking the connection lost if it throws ConnectionError and the channel
+    // closed if it throws ChannelError.
+    template <typename Read>
+    auto noting_closes(Read&& read) -> decltype(read());
+    std::optional<Event> read_event(std::chrono::microseconds timeout);
     // Waits for the socket to be readable, to the microsecond; returns what is left of
     // `timeout` (0 if nothing arrived).
     std::chrono::microseconds wait_for_socket(std::chrono::microseconds timeout);
@@ -182,13 +149,31 @@ private:
     // for a channel or connection the broker closed, or a consumer it cancelled.
     std::optional<Event> event_of(const amqp_frame_t_& frame);
     struct StateDeleter {
+        StateDeleter() noexcept : close(true) {}
+        // False once the connection is lost: nothing would answer a close.
+        bool close;
         void operator()(amqp_connection_state_t_* state) const noexcept;
     };
     std::unique_ptr<amqp_connection_state_t_, StateDeleter> state_;
-    std::vector<std::uint64_t> publish_sequence_;  // per channel, for confirm channels
-    std::vector<bool> confirm_channels_;
+    std::vector<bool> open_channels_;  // by channel number
+    // A ConnectionError came out of it: nothing waits for the broker any more (Channel's close).
+    bool lost_ = false;
     metrics::ScopedGaugeIncrement counted_open_;  // set once logged in
 };
+
+template <typename Read>
+auto Connection::noting_closes(Read&& read) -> decltype(read()) {
+    try {
+        return read();
+    } catch (const ChannelError& error) {
+        // A cancelled consumer (reply code 0) leaves its channel open.
+        if (error.reply_code() != 0) mark_closed(error.channel());
+        throw;
+    } catch (const ConnectionError&) {
+        lost_ = true;
+        throw;
+    }
+}
 
 // The URL (or each URL of a list) with its password replaced by "***", for logs (reference §9:
 // secrets are never logged).

@@ -36,7 +36,7 @@ constexpr std::size_t kOutagesKept = 8;
 // instance parked before it stopped (the check costs one read of an empty table).
 constexpr std::chrono::seconds kParkedCheck{5};
 
-AuditSeams with_defaults(AuditSeams seams) {
+AuditSeams with_defaults(AuditSeams seams, const AuditOptions& audit_options) {
     if (!seams.open_store) {
         seams.open_store = store::open_release_store;
     }
@@ -45,7 +45,7 @@ AuditSeams with_defaults(AuditSeams seams) {
             return open_release_feed(options.amqp, options.names.audit, options.prefetch);
         };
     }
-    if (!seams.now) seams.now = [] { return now_us(); };
+    if (!seams.now) seams.now = [clock = audit_options.clock] { return clock->now_us(); };
     return seams;
 }
 
@@ -252,7 +252,7 @@ bool released_while_the_broker_went_down(std::optional<TimePoint> dead_lettered,
 }
 
 void run_audit(const AuditOptions& options, std::stop_token stop, AuditSeams seams) {
-    seams = with_defaults(std::move(seams));
+    seams = with_defaults(std::move(seams), options);
     AuditMetrics metrics(options.metrics->registry());
     std::deque<BrokerOutage> outages;
     bool consuming = false;  // the last session reached the point of consuming

@@ -12,6 +12,7 @@
 #include "amqp/connection.hpp"
 #include "audit/release_feed.hpp"
 #include "delay/topology.hpp"
+#include "common/database_clock.hpp"
 #include "common/metrics.hpp"
 #include "store/store_options.hpp"
 #include "store/release_store.hpp"
@@ -47,6 +48,8 @@ struct AuditOptions {
     // the loader's re-send (see released_while_the_broker_went_down). Off for quorum queues.
     bool doubt_releases_around_outages = true;
     std::shared_ptr<metrics::ServiceMetrics> metrics = std::make_shared<metrics::ServiceMetrics>();
+    // The one clock (reference §6), shared with the service's other components.
+    std::shared_ptr<DatabaseClock> clock = std::make_shared<DatabaseClock>();
 };
 
 // Reads id, run and due from a released message's headers; nothing if they are missing.

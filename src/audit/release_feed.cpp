@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "amqp/channel.hpp"
+
 namespace hourglass::audit {
 
 namespace {
@@ -12,20 +14,20 @@ class AmqpReleaseFeed final : public ReleaseFeed {
 public:
     AmqpReleaseFeed(const amqp::ConnectionOptions& options, const std::string& queue,
                     std::uint16_t prefetch)
-        : connection_(options) {
-        connection_.open_channel(kChannel);
-        connection_.set_prefetch(kChannel, prefetch);
-        connection_.consume(kChannel, queue);
+        : connection_(options), channel_(connection_, kChannel) {
+        channel_.set_prefetch(prefetch);
+        channel_.consume(queue);
     }
     std::optional<amqp::Event> next_event(std::chrono::microseconds timeout) override {
         return connection_.next_event(timeout);
     }
     void ack(std::uint64_t delivery_tag, bool multiple) override {
-        connection_.ack(kChannel, delivery_tag, multiple);
+        channel_.ack(delivery_tag, multiple);
     }
 
 private:
     amqp::Connection connection_;
+    amqp::Channel channel_;
 };
 
 }  // namespace

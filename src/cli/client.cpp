@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "amqp/channel.hpp"
 #include "cli/options.hpp"
 #include "hourglass/command.hpp"
 
@@ -98,19 +99,19 @@ int send_command(const amqp::ConnectionOptions& amqp, Message command, Milliseco
     auto options = amqp;
     options.connection_name = "hourglass cli";
     amqp::Connection connection(options);
-    connection.open_channel(kReplyChannel);
+    amqp::Channel replies(connection, kReplyChannel);
     // Exclusive and server-named: private to this process and gone when it exits (reference §10).
-    const auto reply_queue = connection.declare_queue(kReplyChannel, "", {}, /*exclusive=*/true);
-    connection.consume(kReplyChannel, reply_queue, /*no_ack=*/true);
-    connection.open_channel(kPublishChannel);
-    connection.enable_confirms(kPublishChannel);
+    const auto reply_queue = replies.declare_queue("", {}, /*exclusive=*/true);
+    replies.consume(reply_queue, /*no_ack=*/true);
+    amqp::Channel publishes(connection, kPublishChannel);
+    publishes.enable_confirms();
 
     const auto correlation_id = generate_uuid();
     command.properties.correlation_id = correlation_id;
     set_header(command.properties, std::string(header::kReplyTo), reply_queue);
     const auto exchange = command.exchange;
     try {
-        connection.publish(kPublishChannel, command, /*mandatory=*/true);
+        publishes.publish(command, /*mandatory=*/true);
         const auto deadline = std::chrono::steady_clock::now() + timeout;
         while (true) {
             const auto left = std::chrono::duration_cast<std::chrono::microseconds>(

@@ -6,10 +6,10 @@
 #include <string>
 #include <thread>
 
+#include "amqp/channel.hpp"
 #include "common/retry.hpp"
 #include "common/thread_name.hpp"
 #include "cron/recurrence.hpp"
-#include "http/readiness.hpp"
 #include "ingest/sql_intake.hpp"
 #include "store/claim_store.hpp"
 #include "store/migrations.hpp"
@@ -18,16 +18,25 @@ namespace hourglass::cli {
 
 namespace {
 
-// Gives each component the shared metrics and counts its connections under its name.
+// What every component shares: the metrics, the health (which counts its connections under
+// its name) and the one clock; each takes those it has a place for.
+struct Shared {
+    std::shared_ptr<metrics::ServiceMetrics> metrics;
+    std::shared_ptr<health::ServiceHealth> health;
+    std::shared_ptr<DatabaseClock> clock;
+};
+
 template <typename ComponentOptions>
-ComponentOptions with_metrics(ComponentOptions options, metrics::Component component,
-                              const std::shared_ptr<metrics::ServiceMetrics>& service_metrics) {
-    options.metrics = service_metrics;
+ComponentOptions shared_with(ComponentOptions options, health::Component component,
+                             const Shared& shared) {
+    options.metrics = shared.metrics;
+    if constexpr (requires { options.health; }) options.health = shared.health;
+    if constexpr (requires { options.clock; }) options.clock = shared.clock;
     options.amqp.open_connections =
-        service_metrics->open_connections(component, metrics::Peer::rabbitmq);
+        shared.health->open_connections(component, health::Peer::rabbitmq);
     if constexpr (requires { options.store; }) {
         options.store.open_connections =
-            service_metrics->open_connections(component, metrics::Peer::postgresql);
+            shared.health->open_connections(component, health::Peer::postgresql);
     }
     return options;
 }
@@ -37,10 +46,16 @@ ComponentOptions with_metrics(ComponentOptions options, metrics::Component compo
 Service::Service(const ServiceOptions& options)
     : options_(options),
       metrics_(std::make_shared<metrics::ServiceMetrics>()),
-      loader_options_(with_metrics(options.loader(), metrics::Component::loader, metrics_)),
-      ingest_options_(with_metrics(options.ingest(), metrics::Component::ingest, metrics_)),
-      audit_options_(with_metrics(options.audit(), metrics::Component::audit, metrics_)),
-      forwarder_options_(with_metrics(options.forwarder(), metrics::Component::forward, metrics_)),
+      health_(std::make_shared<health::ServiceHealth>(metrics_)),
+      clock_(std::make_shared<DatabaseClock>()),
+      loader_options_(
+          shared_with(options.loader(), health::Component::loader, {metrics_, health_, clock_})),
+      ingest_options_(
+          shared_with(options.ingest(), health::Component::ingest, {metrics_, health_, clock_})),
+      audit_options_(
+          shared_with(options.audit(), health::Component::audit, {metrics_, health_, clock_})),
+      forwarder_options_(shared_with(options.forwarder(), health::Component::forward,
+                                     {metrics_, health_, clock_})),
       topology_(options.topology()),
       ladder_(delay::DelayLadder::for_horizon(loader_options_.horizon)),
       http_address_(options.http_address()),
@@ -48,7 +63,8 @@ Service::Service(const ServiceOptions& options)
                 [this]() -> std::optional<http::StatsRefresher::Reading> {
                     if (!stats_refresher_started_.load(std::memory_order_acquire)) return std::nullopt;
                     return stats_refresher_->latest();
-                }}) {
+                },
+                clock_}) {
     (void)options.retention_options();  // checked here, used once the pipeline runs
 }
 
@@ -60,7 +76,8 @@ void Service::run(std::stop_token stop) {
     if (!migrate(stop)) return;
     follow_database_clock();
     declare_topology();
-    stats_refresher_.emplace(options_.store(), *metrics_, Milliseconds{5000}, loader::kTakeoverAfter);
+    stats_refresher_.emplace(options_.store(), *metrics_, *health_, Milliseconds{5000},
+                             loader::kTakeoverAfter, clock_);
     stats_refresher_started_.store(true, std::memory_order_release);
     run_pipeline(stop);
 }
@@ -82,7 +99,7 @@ void Service::start_http() {
     http_server_.emplace(
         *http_address_,
         http::Endpoints{[this] { return metrics_->registry().render_prometheus(); },
-                        [this] { return http::readiness_problem(*metrics_, !options_.no_audit); },
+                        [this] { return health_->readiness_problem(!options_.no_audit); },
                         [this](httplib::Server& server) { console_.add_routes(server); },
                         options_.http_allow_hosts});
     spdlog::info("http: /metrics, /healthz, /readyz and the console ({}) on {}:{}",
@@ -97,7 +114,7 @@ bool Service::migrate(std::stop_token stop) {
         try {
             const auto report = store::migrate(options_.store(), false);
             for (const auto& name : report.applied) spdlog::info("applied migration {}", name);
-            metrics_->set_migrations_current(true);
+            health_->set_migrations_current(true);
             return true;
         } catch (const store::MigrationBlocked& blocked) {
             spdlog::warn("{} (trying again in {} s)", blocked.what(), pause.count());
@@ -116,7 +133,7 @@ void Service::follow_database_clock() {
             "--max-clock-offset (" + options_.max_clock_offset +
             "): synchronise it (NTP), or raise --max-clock-offset to run corrected");
     }
-    set_clock_offset(offset);
+    clock_->follow(offset);
     spdlog::info("clock: {} ms from PostgreSQL's, corrected", -offset_ms);
 }
 
@@ -124,18 +141,18 @@ void Service::declare_topology() {
     auto connection_options = options_.amqp();
     connection_options.connection_name = "hourglass setup";
     amqp::Connection connection(connection_options);
-    connection.open_channel(1);
-    delay::declare_topology(connection, 1, topology_, ladder_);
+    amqp::Channel channel(connection, 1);
+    delay::declare_topology(channel, topology_, ladder_);
     if (!topology_.audit) {
         // An earlier run with the audit left its queue bound: it fills with every release.
-        const auto copies = connection.queue_message_count(1, topology_.names.audit);
+        const auto copies = channel.queue_message_count(topology_.names.audit);
         if (copies && *copies > 0) {
             spdlog::warn("{} holds {} release copies and --no-audit is set: unless another "
                          "instance runs with the audit, delete that queue",
                          topology_.names.audit, *copies);
         }
     }
-    metrics_->set_topology_declared(true);
+    health_->set_topology_declared(true);
     spdlog::info("topology declared ({}.in -> {}.out)", options_.prefix, options_.prefix);
 }
 

@@ -14,6 +14,8 @@
 #include "console/console.hpp"
 #include "delay/topology.hpp"
 #include "forward/forwarder.hpp"
+#include "common/database_clock.hpp"
+#include "common/health.hpp"
 #include "common/metrics.hpp"
 #include "http/http_server.hpp"
 #include "http/stats_refresher.hpp"
@@ -54,6 +56,11 @@ private:
 
     const ServiceOptions& options_;
     std::shared_ptr<metrics::ServiceMetrics> metrics_;
+    // Start-up's progress and the components' connections: /readyz.
+    std::shared_ptr<health::ServiceHealth> health_;
+    // The one clock (reference §6): follow_database_clock() and the loader's heartbeat set its
+    // offset; ingest, the loader, the audit, the console and the stats read it.
+    std::shared_ptr<DatabaseClock> clock_;
     loader::LoaderOptions loader_options_;
     ingest::IngestOptions ingest_options_;
     audit::AuditOptions audit_options_;

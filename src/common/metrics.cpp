@@ -234,66 +234,11 @@ std::string Registry::render_prometheus() const {
 
 // --- hourglass metrics ------------------------------------------------------------------------
 
-std::string_view to_string(Component component) noexcept {
-    switch (component) {
-        case Component::ingest:
-            return "ingest";
-        case Component::loader:
-            return "loader";
-        case Component::audit:
-            return "audit";
-        case Component::forward:
-            return "forward";
-    }
-    return "unknown";
-}
-
-std::string_view to_string(Peer peer) noexcept {
-    return peer == Peer::rabbitmq ? "rabbitmq" : "postgresql";
-}
-
-namespace {
-
-template <typename Table>
-Table add_connection_gauges(Registry& registry) {
-    Table gauges{};
-    for (const auto component : kComponents) {
-        for (const auto peer : kPeers) {
-            if (!connects(component, peer)) continue;
-            gauges[static_cast<std::size_t>(component)][static_cast<std::size_t>(peer)] =
-                &registry.add_gauge("hourglass_connected",
-                                    "Open connections of each component to RabbitMQ and "
-                                    "PostgreSQL: 1 connected, 0 not.",
-                                    {{"component", std::string(to_string(component))},
-                                     {"peer", std::string(to_string(peer))}});
-        }
-    }
-    return gauges;
-}
-
-}  // namespace
-
-ServiceMetrics::ServiceMetrics()
-    : migrations_current_(registry_.add_gauge(
-          "hourglass_migrations_current",
-          "1 if every migration this binary knows is applied to the schema, else 0.")),
-      topology_declared_(registry_.add_gauge("hourglass_topology_declared",
-                                             "1 once the broker topology is declared, else 0.")),
-      open_connections_(add_connection_gauges<decltype(open_connections_)>(registry_)) {
+ServiceMetrics::ServiceMetrics() {
     registry_
         .add_gauge("hourglass_build_info", "Always 1; the label is the hourglass version.",
                    {{"version", HOURGLASS_VERSION}})
         .set(1);
-}
-
-Gauge* ServiceMetrics::open_connections(Component component, Peer peer) noexcept {
-    return open_connections_[static_cast<std::size_t>(component)][static_cast<std::size_t>(peer)];
-}
-
-bool ServiceMetrics::connected(Component component, Peer peer) const noexcept {
-    const auto* gauge =
-        open_connections_[static_cast<std::size_t>(component)][static_cast<std::size_t>(peer)];
-    return gauge != nullptr && gauge->value() >= 1;
 }
 
 }  // namespace hourglass::metrics

@@ -6,8 +6,8 @@
 // Label values are fixed when a series is registered, so the number of series is bounded.
 //
 // ServiceMetrics holds the registry of one service and the series that belong to no single
-// component (build, readiness, connections). Each component registers its own series in that
-// registry when it starts (ingest/ingest_metrics.hpp, loader/loader_metrics.hpp, ...).
+// component (build). Each component registers its own series in that registry when it starts
+// (ingest/ingest_metrics.hpp, loader/loader_metrics.hpp, common/health.hpp, ...).
 #pragma once
 
 #include <array>
@@ -126,25 +126,12 @@ private:
 inline constexpr std::string_view kPrometheusContentType =
     "text/plain; version=0.0.4; charset=utf-8";
 
-// The components whose connections are tracked, and their peers.
-enum class Component { ingest, loader, audit, forward };
-enum class Peer { rabbitmq, postgresql };
-inline constexpr std::array kComponents = {Component::ingest, Component::loader, Component::audit,
-                                           Component::forward};
-inline constexpr std::array kPeers = {Peer::rabbitmq, Peer::postgresql};
-// Whether a component connects to a peer at all (the forwarder needs no database): only those
-// pairs have a hourglass_connected series and count for readiness.
-constexpr bool connects(Component component, Peer peer) noexcept {
-    return !(component == Component::forward && peer == Peer::postgresql);
-}
-std::string_view to_string(Component component) noexcept;
-std::string_view to_string(Peer peer) noexcept;
-
 // Histogram buckets for lateness, in seconds (Prometheus's base unit): 1 ms to 1 s.
 inline const std::vector<double> kLatenessBuckets{0.001, 0.002, 0.005, 0.01, 0.02,
                                                   0.05,  0.1,   0.2,   0.5,  1};
 
-// The service-wide series and the registry the components add theirs to.
+// The registry of one service, which the components add their series to, with the series of
+// no single component (hourglass_build_info; the health's are health::ServiceHealth's).
 class ServiceMetrics {
 public:
     ServiceMetrics();
@@ -155,23 +142,8 @@ public:
     // Each component registers its own series here when it starts.
     Registry& registry() noexcept { return registry_; }
 
-    // Readiness inputs (GET /readyz).
-    void set_migrations_current(bool current) noexcept { migrations_current_.set(current ? 1 : 0); }
-    void set_topology_declared(bool declared) noexcept { topology_declared_.set(declared ? 1 : 0); }
-    bool migrations_current() const noexcept { return migrations_current_.value() >= 1; }
-    bool topology_declared() const noexcept { return topology_declared_.value() >= 1; }
-
-    // Open connections of a component to a peer (0 or 1). Connections hold a
-    // ScopedGaugeIncrement on it (amqp::ConnectionOptions, store::StoreOptions). Null for a
-    // pair that does not connect (see connects()).
-    Gauge* open_connections(Component component, Peer peer) noexcept;
-    bool connected(Component component, Peer peer) const noexcept;
-
 private:
     Registry registry_;
-    Gauge& migrations_current_;
-    Gauge& topology_declared_;
-    std::array<std::array<Gauge*, kPeers.size()>, kComponents.size()> open_connections_{};
 };
 
 }  // namespace hourglass::metrics

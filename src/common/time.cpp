@@ -2,7 +2,6 @@
 
 #include <date/date.h>
 
-#include <atomic>
 #include <charconv>
 #include <limits>
 #include <stdexcept>
@@ -11,21 +10,8 @@
 
 namespace hourglass {
 
-namespace {
-std::atomic<std::int64_t> clock_offset_us{0};
-}  // namespace
-
-void set_clock_offset(std::chrono::microseconds offset) noexcept {
-    clock_offset_us.store(offset.count(), std::memory_order_relaxed);
-}
-
-std::chrono::microseconds clock_offset() noexcept {
-    return std::chrono::microseconds{clock_offset_us.load(std::memory_order_relaxed)};
-}
-
 std::chrono::sys_time<std::chrono::microseconds> now_us() noexcept {
-    return std::chrono::time_point_cast<std::chrono::microseconds>(std::chrono::system_clock::now()) +
-           clock_offset();
+    return std::chrono::time_point_cast<std::chrono::microseconds>(std::chrono::system_clock::now());
 }
 
 TimePoint now_ms() noexcept { return std::chrono::time_point_cast<Milliseconds>(now_us()); }

@@ -93,7 +93,7 @@ Console::Response Console::summary() {
         return {{"stats", summary_json(stats)},
                 {"instances", store.instances()},
                 {"cancel_enabled", !options_.token.empty()},
-                {"now", format_rfc3339_ms(now_ms())}};
+                {"now", format_rfc3339_ms(options_.clock->now_ms())}};
     });
 }
 
@@ -163,7 +163,7 @@ void Console::add_read_routes(httplib::Server& server) {
         reply(response, summary());
     });
     server.Get("/api/upcoming", [this](const httplib::Request&, httplib::Response& response) {
-        const auto now = now_ms();
+        const auto now = options_.clock->now_ms();
         reply(response, with_store([&](ConsoleData& store) -> json {
                   return {{"minutes", store.upcoming(std::chrono::floor<std::chrono::minutes>(now),
                                                      std::chrono::minutes{1}, 60)},

@@ -26,6 +26,7 @@
 #include <optional>
 #include <string>
 
+#include "common/database_clock.hpp"
 #include "hourglass/command.hpp"
 #include "http/stats_refresher.hpp"
 #include "store/store_options.hpp"
@@ -45,6 +46,8 @@ struct ConsoleOptions {
     std::string token;  // empty: read-only, cancel refused
     // The latest read of the stats view; nothing before the first one.
     std::function<std::optional<http::StatsRefresher::Reading>()> stats;
+    // The service's one clock: "now" and the upcoming minutes are on PostgreSQL's clock.
+    std::shared_ptr<const DatabaseClock> clock = std::make_shared<DatabaseClock>();
 };
 
 class Console {

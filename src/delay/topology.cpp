@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "amqp/connection.hpp"
+#include "amqp/channel.hpp"
 
 namespace hourglass::delay {
 
@@ -91,12 +91,18 @@ struct DelayQueue {
 // process of the channel it arrives on; one declaration at a time took 2.7-4 s at a first start. So
 // they are sent without waiting for replies and spread over `channels`, which the broker serves in
 // parallel (1.4 s with 8 channels on 2 cores, RabbitMQ 3.10 and 4.3); each channel is then awaited.
-void declare_delay_queues(amqp::Connection& connection, const std::vector<std::uint16_t>& channels,
-                          QueueType queue_type, const std::vector<DelayQueue>& queues) {
+void declare_delay_queues(amqp::Channel& channel, QueueType queue_type,
+                          const std::vector<DelayQueue>& queues) {
     using amqp::Reply;
+    // Beside `channel`, closed again when declared.
+    std::vector<amqp::Channel> ladder_channels;
+    for (std::uint16_t i = 1; i <= kLadderChannels; ++i) {
+        ladder_channels.emplace_back(channel.connection(),
+                                     static_cast<std::uint16_t>(channel.number() + i));
+    }
     for (std::size_t i = 0; i < queues.size(); ++i) {
         const auto& queue = queues[i];
-        const auto channel = channels[i % channels.size()];
+        auto& ladder_channel = ladder_channels[i % ladder_channels.size()];
         auto arguments = queue_arguments(queue_type);
         arguments.emplace_back("x-message-ttl", static_cast<std::int64_t>(queue.ttl.count()));
         arguments.emplace_back("x-dead-letter-exchange", queue.dead_letter_exchange);
@@ -107,24 +113,11 @@ void declare_delay_queues(amqp::Connection& connection, const std::vector<std::u
             arguments.emplace_back("x-overflow", std::string("reject-publish"));
         }
         // In this order on one channel: the broker handles a channel's methods in order.
-        connection.declare_exchange(channel, queue.name, "fanout", {}, Reply::none);
-        connection.declare_queue_no_wait(channel, queue.name, arguments);
-        connection.bind_queue(channel, queue.name, queue.name, "", {}, Reply::none);
+        ladder_channel.declare_exchange(queue.name, "fanout", {}, Reply::none);
+        ladder_channel.declare_queue_no_wait(queue.name, arguments);
+        ladder_channel.bind_queue(queue.name, queue.name, "", {}, Reply::none);
     }
-    connection.await_channels(channels, "declaring the delay queues");
-}
-
-// declare_delay_queues over kLadderChannels channels opened beside `channel` for it.
-void declare_delay_queues(amqp::Connection& connection, std::uint16_t channel, QueueType queue_type,
-                          const std::vector<DelayQueue>& queues) {
-    std::vector<std::uint16_t> ladder_channels;
-    for (std::uint16_t i = 1; i <= kLadderChannels; ++i) {
-        const auto ladder_channel = static_cast<std::uint16_t>(channel + i);
-        connection.open_channel(ladder_channel);
-        ladder_channels.push_back(ladder_channel);
-    }
-    declare_delay_queues(connection, ladder_channels, queue_type, queues);
-    for (const auto ladder_channel : ladder_channels) connection.close_channel(ladder_channel);
+    amqp::await_channels(ladder_channels, "declaring the delay queues");
 }
 
 // Targeted runs: their own ladder, released to the forward queue (see the header).
@@ -136,38 +129,38 @@ void add_forward_ladder(std::vector<DelayQueue>& queues, const TopologyNames& na
 
 }  // namespace
 
-void declare_topology(amqp::Connection& connection, std::uint16_t channel,
-                      const TopologyOptions& options, const DelayLadder& ladder) {
+void declare_topology(amqp::Channel& channel, const TopologyOptions& options,
+                      const DelayLadder& ladder) {
     const auto& names = options.names;
     const auto plain_queue = queue_arguments(options.queue_type);
 
-    connection.declare_exchange(channel, names.input, "topic");
-    connection.declare_queue(channel, names.input, plain_queue);
-    connection.bind_queue(channel, names.input, names.input, "#");
+    channel.declare_exchange(names.input, "topic");
+    channel.declare_queue(names.input, plain_queue);
+    channel.bind_queue(names.input, names.input, "#");
 
-    connection.declare_exchange(channel, names.unroutable, "fanout");
-    connection.declare_queue(channel, names.unroutable, plain_queue);
-    connection.bind_queue(channel, names.unroutable, names.unroutable, "");
+    channel.declare_exchange(names.unroutable, "fanout");
+    channel.declare_queue(names.unroutable, plain_queue);
+    channel.bind_queue(names.unroutable, names.unroutable, "");
 
-    connection.declare_exchange(channel, names.output, "topic",
+    channel.declare_exchange(names.output, "topic",
                                 {{"alternate-exchange", names.unroutable}});
 
-    connection.declare_exchange(channel, names.rejected, "fanout");
-    connection.declare_queue(channel, names.rejected, plain_queue);
-    connection.bind_queue(channel, names.rejected, names.rejected, "");
+    channel.declare_exchange(names.rejected, "fanout");
+    channel.declare_queue(names.rejected, plain_queue);
+    channel.bind_queue(names.rejected, names.rejected, "");
 
-    connection.declare_exchange(channel, names.expired, "fanout");
-    connection.declare_queue(channel, names.expired, plain_queue);
-    connection.bind_queue(channel, names.expired, names.expired, "");
+    channel.declare_exchange(names.expired, "fanout");
+    channel.declare_queue(names.expired, plain_queue);
+    channel.bind_queue(names.expired, names.expired, "");
 
     // release -> output, and -> copy -> (audit_key) audit queue: see the header.
-    connection.declare_exchange(channel, names.release, "fanout");
-    connection.bind_exchange(channel, names.output, names.release, "");
+    channel.declare_exchange(names.release, "fanout");
+    channel.bind_exchange(names.output, names.release, "");
     if (options.audit) {
-        connection.declare_exchange(channel, names.copy, "direct");
-        connection.bind_exchange(channel, names.copy, names.release, "");
-        connection.declare_queue(channel, names.audit, plain_queue);
-        connection.bind_queue(channel, names.audit, names.copy, names.audit_key);
+        channel.declare_exchange(names.copy, "direct");
+        channel.bind_exchange(names.copy, names.release, "");
+        channel.declare_queue(names.audit, plain_queue);
+        channel.bind_queue(names.audit, names.copy, names.audit_key);
     }
 
     check_delay_lanes(options.delay_lanes, "topology");
@@ -178,18 +171,18 @@ void declare_topology(amqp::Connection& connection, std::uint16_t channel,
         }
     }
     // The forwarder consumes the forward queue whether or not this instance accepts targets.
-    connection.declare_exchange(channel, names.forward, "fanout");
-    connection.declare_queue(channel, names.forward, plain_queue);
-    connection.bind_queue(channel, names.forward, names.forward, "");
+    channel.declare_exchange(names.forward, "fanout");
+    channel.declare_queue(names.forward, plain_queue);
+    channel.bind_queue(names.forward, names.forward, "");
     if (options.forward_ladder) add_forward_ladder(delay_queues, names, ladder);
-    declare_delay_queues(connection, channel, options.queue_type, delay_queues);
+    declare_delay_queues(channel, options.queue_type, delay_queues);
 }
 
-void declare_forward_ladder(amqp::Connection& connection, std::uint16_t channel,
-                            const TopologyOptions& options, const DelayLadder& ladder) {
+void declare_forward_ladder(amqp::Channel& channel, const TopologyOptions& options,
+                            const DelayLadder& ladder) {
     std::vector<DelayQueue> queues;
     add_forward_ladder(queues, options.names, ladder);
-    declare_delay_queues(connection, channel, options.queue_type, queues);
+    declare_delay_queues(channel, options.queue_type, queues);
 }
 
 }  // namespace hourglass::delay

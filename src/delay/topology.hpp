@@ -55,7 +55,7 @@
 #include "hourglass/time.hpp"
 
 namespace hourglass::amqp {
-class Connection;
+class Channel;
 }
 
 namespace hourglass::delay {
@@ -132,12 +132,12 @@ inline constexpr std::uint16_t kLadderChannels = 8;
 
 // Declares everything idempotently on an open channel. Every queue gets an explicit
 // x-queue-type (reference §10).
-void declare_topology(amqp::Connection& connection, std::uint16_t channel,
-                      const TopologyOptions& options, const DelayLadder& ladder);
+void declare_topology(amqp::Channel& channel, const TopologyOptions& options,
+                      const DelayLadder& ladder);
 
 // Declares the forward ladder (the delay queues of runs with a target exchange) idempotently,
 // on channels channel + 1 .. channel + kLadderChannels like declare_topology.
-void declare_forward_ladder(amqp::Connection& connection, std::uint16_t channel,
-                            const TopologyOptions& options, const DelayLadder& ladder);
+void declare_forward_ladder(amqp::Channel& channel, const TopologyOptions& options,
+                            const DelayLadder& ladder);
 
 }  // namespace hourglass::delay

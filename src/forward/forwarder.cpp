@@ -6,6 +6,7 @@
 #include <map>
 #include <vector>
 
+#include "amqp/channel.hpp"
 #include "amqp/confirm_tracker.hpp"
 #include "common/log_budget.hpp"
 #include "common/retry.hpp"
@@ -52,12 +53,14 @@ std::string header_text(const Message& message, std::string_view name) {
 class ForwardSession {
 public:
     ForwardSession(const ForwarderOptions& options, ForwarderMetrics& metrics)
-        : options_(options), metrics_(metrics), connection_(connection_options(options)) {
-        connection_.open_channel(kConsumeChannel);
-        connection_.open_channel(kPublishChannel);
-        connection_.enable_confirms(kPublishChannel);
-        connection_.set_prefetch(kConsumeChannel, options.prefetch);
-        connection_.consume(kConsumeChannel, options.names.forward);
+        : options_(options),
+          metrics_(metrics),
+          connection_(connection_options(options)),
+          consume_(connection_, kConsumeChannel),
+          publish_(connection_, kPublishChannel) {
+        publish_.enable_confirms();
+        consume_.set_prefetch(options.prefetch);
+        consume_.consume(options.names.forward);
         spdlog::info("forward: consuming {}", options.names.forward);
     }
 
@@ -72,7 +75,7 @@ public:
             try {
                 if (auto event = connection_.next_event(kPoll)) handle(std::move(*event), stop);
             } catch (const amqp::ChannelError& error) {
-                if (error.channel() != kPublishChannel) throw;
+                if (error.channel() != publish_.number()) throw;
                 recover(error);
             }
             publish_next_suspect();
@@ -133,12 +136,12 @@ private:
         switch (destination) {
             case Destination::target:
                 // Mandatory: a target that routes it nowhere returns it (then: unroutable).
-                sequence = connection_.publish(kPublishChannel, item.release, /*mandatory=*/true);
+                sequence = publish_.publish(item.release, /*mandatory=*/true);
                 break;
             case Destination::unroutable: {
                 Message message = item.release;
                 message.exchange = options_.names.unroutable;
-                sequence = connection_.publish(kPublishChannel, message);
+                sequence = publish_.publish(message);
                 break;
             }
             case Destination::audit: {
@@ -147,7 +150,7 @@ private:
                 copy.exchange = "";  // the default exchange routes to the queue named by the key
                 copy.routing_key = options_.names.audit;
                 copy.properties.headers = item.release.properties.headers;
-                sequence = connection_.publish(kPublishChannel, copy);
+                sequence = publish_.publish(copy);
                 break;
             }
         }
@@ -209,7 +212,7 @@ private:
                 metrics_.count_unroutable(1);
             }
             if (item.unconfirmed == 0 && !item.awaiting_probe) {
-                connection_.ack(kConsumeChannel, tag);
+                consume_.ack(tag);
                 in_hand_.erase(tag);
             }
         }
@@ -247,8 +250,8 @@ private:
             throw amqp::ConnectionError(std::string("forward: publish channel keeps closing: ") +
                                         error.what());
         }
-        connection_.open_channel(kPublishChannel);
-        connection_.enable_confirms(kPublishChannel);
+        publish_.reopen();
+        publish_.enable_confirms();
         const auto lost = unconfirmed_.take_unsettled();
         const auto refused = probe_;
         probe_.reset();
@@ -278,6 +281,8 @@ private:
     const ForwarderOptions& options_;
     ForwarderMetrics& metrics_;
     amqp::Connection connection_;
+    amqp::Channel consume_;
+    amqp::Channel publish_;
     std::map<std::uint64_t, InHand> in_hand_;  // by delivery tag on the forward queue
     amqp::ConfirmTracker<Publish> unconfirmed_;
     std::deque<std::uint64_t> suspects_;  // delivery tags whose target publish is to be probed

@@ -20,11 +20,13 @@ metrics::Gauge& add_jobs_gauge(metrics::Registry& registry, const std::string& s
 }  // namespace
 
 StatsRefresher::StatsRefresher(store::StoreOptions store, metrics::ServiceMetrics& metrics,
-                               Milliseconds interval, Milliseconds silent_for)
+                               health::ServiceHealth& health, Milliseconds interval, Milliseconds silent_for,
+                               std::shared_ptr<const DatabaseClock> clock)
     : store_options_(std::move(store)),
-      metrics_(metrics),
+      health_(health),
       interval_(interval),
       silent_for_(silent_for),
+      clock_(std::move(clock)),
       instances_alive_(metrics.registry().add_gauge(
           "hourglass_instances_alive",
           "hourglass instances on this schema whose heartbeat is recent enough that nobody takes "
@@ -90,7 +92,7 @@ void StatsRefresher::refresh_until_stopped(std::stop_token stop) {
         try {
             if (!store) store = store::open_stats_store(store_options_);
             // First: /readyz needs only this, whatever the reads below cost.
-            metrics_.set_migrations_current(store->migrations_current());
+            health_.set_migrations_current(store->migrations_current());
             auto started = Clock::now();
             store->fold_job_counts();
             auto stats = store->stats_counts();
@@ -106,13 +108,13 @@ void StatsRefresher::refresh_until_stopped(std::stop_token stop) {
             stats.lateness = lateness;  // the last read, until the next one is due
             {
                 const std::lock_guard lock(latest_mutex_);
-                latest_ = Reading{stats, now_ms(), lateness_read_at};
+                latest_ = Reading{stats, clock_->now_ms(), lateness_read_at};
             }
             if (pace.lateness_due(Clock::now())) {
                 started = Clock::now();
                 lateness = store->stats_lateness();
                 pace.lateness_read(started, Clock::now());
-                lateness_read_at = now_ms();
+                lateness_read_at = clock_->now_ms();
                 const std::lock_guard lock(latest_mutex_);
                 latest_->stats.lateness = lateness;
                 latest_->lateness_read_at = lateness_read_at;

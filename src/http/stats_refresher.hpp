@@ -8,10 +8,13 @@
 #pragma once
 
 #include <chrono>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <thread>
 
+#include "common/database_clock.hpp"
+#include "common/health.hpp"
 #include "common/metrics.hpp"
 #include "hourglass/time.hpp"
 #include "store/upkeep_store.hpp"
@@ -57,9 +60,12 @@ public:
     // Registers its gauges in the metrics' registry: jobs per state and the oldest pending lag
     // from the stats view, and hourglass_instances_alive, the instances that beat within
     // `silent_for` (the loader's takeover time), for the dashboard and the alert.
+    // `clock` times each read (Reading::read_at), on the service's one clock.
+    // Reports to `health` whether the migrations are current.
     StatsRefresher(store::StoreOptions store, metrics::ServiceMetrics& metrics,
-                   Milliseconds interval = Milliseconds{5000},
-                   Milliseconds silent_for = Milliseconds{3000});
+                   health::ServiceHealth& health, Milliseconds interval = Milliseconds{5000},
+                   Milliseconds silent_for = Milliseconds{3000},
+                   std::shared_ptr<const DatabaseClock> clock = std::make_shared<DatabaseClock>());
     ~StatsRefresher();  // stops the thread
     StatsRefresher(const StatsRefresher&) = delete;
     StatsRefresher& operator=(const StatsRefresher&) = delete;
@@ -76,9 +82,10 @@ private:
     void refresh_until_stopped(std::stop_token stop);
 
     store::StoreOptions store_options_;
-    metrics::ServiceMetrics& metrics_;
+    health::ServiceHealth& health_;
     Milliseconds interval_;
     Milliseconds silent_for_;
+    std::shared_ptr<const DatabaseClock> clock_;
     metrics::Gauge& instances_alive_;
     metrics::Gauge& jobs_pending_;
     metrics::Gauge& jobs_enqueued_;

@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "amqp/channel.hpp"
+
 namespace hourglass::ingest {
 
 namespace {
@@ -13,29 +15,31 @@ class AmqpCommandChannel final : public CommandChannel {
 public:
     AmqpCommandChannel(const amqp::ConnectionOptions& options, const std::string& queue,
                        std::uint16_t prefetch)
-        : connection_(options) {
-        connection_.open_channel(kConsumeChannel);
-        connection_.open_channel(kPublishChannel);
-        connection_.enable_confirms(kPublishChannel);
-        connection_.set_prefetch(kConsumeChannel, prefetch);
-        connection_.consume(kConsumeChannel, queue);
+        : connection_(options),
+          consume_(connection_, kConsumeChannel),
+          publish_(connection_, kPublishChannel) {
+        publish_.enable_confirms();
+        consume_.set_prefetch(prefetch);
+        consume_.consume(queue);
     }
     std::optional<amqp::Event> next_event(std::chrono::microseconds timeout) override {
         return connection_.next_event(timeout);
     }
     std::uint64_t publish(const Message& message) override {
-        return connection_.publish(kPublishChannel, message);
+        return publish_.publish(message);
     }
     void ack_through(std::uint64_t delivery_tag) override {
-        connection_.ack(kConsumeChannel, delivery_tag, /*multiple=*/true);
+        consume_.ack(delivery_tag, /*multiple=*/true);
     }
     void ack(std::uint64_t delivery_tag) override {
-        connection_.ack(kConsumeChannel, delivery_tag, /*multiple=*/false);
+        consume_.ack(delivery_tag, /*multiple=*/false);
     }
     std::size_t frame_max() const override { return connection_.frame_max(); }
 
 private:
     amqp::Connection connection_;
+    amqp::Channel consume_;
+    amqp::Channel publish_;
 };
 
 }  // namespace

@@ -497,7 +497,7 @@ void run_ingest(const IngestOptions& options, const LoaderLink& loader, std::sto
                                         ingest_options.prefetch);
         };
     }
-    if (!seams.now) seams.now = [] { return now_ms(); };
+    if (!seams.now) seams.now = [clock = options.clock] { return clock->now_ms(); };
     IngestMetrics metrics(options.metrics->registry());
     run_with_reconnect("ingest", stop, [&] {
         IngestSession session(options, seams, loader, metrics);

@@ -18,6 +18,7 @@
 #include "delay/topology.hpp"
 #include "hourglass/command.hpp"
 #include "hourglass/job.hpp"
+#include "common/database_clock.hpp"
 #include "common/metrics.hpp"
 #include "ingest/command_channel.hpp"
 #include "store/command_store.hpp"
@@ -40,6 +41,8 @@ struct IngestOptions {
     Milliseconds batch_wait{0};
     Milliseconds horizon{60000};
     std::shared_ptr<metrics::ServiceMetrics> metrics = std::make_shared<metrics::ServiceMetrics>();
+    // The one clock (reference §6), shared with the service's other components.
+    std::shared_ptr<DatabaseClock> clock = std::make_shared<DatabaseClock>();
 };
 
 // What ingest tells this instance's loader. Members left empty are not called.

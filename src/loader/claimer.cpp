@@ -275,11 +275,11 @@ std::optional<TimePoint> Loader::resend_due_before(TimePoint now) {
     if (!options_.resend_after) return std::nullopt;
     // After an outage the broker first releases what it held, and the audit records it: a run
     // counts as lost only once both had `resend_after` to do so.
-    using metrics::Component, metrics::Peer;
-    const auto& metrics = *options_.metrics;
-    const bool observing = metrics.connected(Component::loader, Peer::rabbitmq) &&
-                           metrics.connected(Component::audit, Peer::rabbitmq) &&
-                           metrics.connected(Component::audit, Peer::postgresql);
+    using health::Component, health::Peer;
+    const auto& health = *options_.health;
+    const bool observing = health.connected(Component::loader, Peer::rabbitmq) &&
+                           health.connected(Component::audit, Peer::rabbitmq) &&
+                           health.connected(Component::audit, Peer::postgresql);
     if (!observing) {
         observing_since_.reset();
         return std::nullopt;

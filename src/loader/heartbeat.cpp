@@ -87,11 +87,11 @@ void Loader::give_back_orphaned_claims(store::ClaimStore& store) {
 }
 
 // One clock (reference §6): due times are compared on PostgreSQL's clock. Each heartbeat measures
-// this host's offset to it; the one clock (now_us, the default seam) corrects for it, so a host
+// this host's offset to it; the one clock (LoaderOptions::clock) corrects for it, so a host
 // whose clock runs ahead does not release early. An offset beyond --max-clock-offset is refused
 // at start (cli) and logged here.
 void Loader::follow_database_clock(std::chrono::microseconds offset) {
-    set_clock_offset(offset);
+    options_.clock->follow(offset);
     metrics_.set_clock_offset(offset);
     const bool beyond = std::chrono::abs(offset) > options_.max_clock_offset;
     if (beyond && !clock_offset_reported_) {

@@ -9,6 +9,7 @@
 #include <tuple>
 #include <utility>
 
+#include "amqp/channel.hpp"
 #include "amqp/confirm_tracker.hpp"
 #include "common/retry.hpp"
 #include "common/text.hpp"
@@ -31,7 +32,7 @@ LoaderSeams with_defaults(LoaderSeams seams, const LoaderOptions& options) {
     if (!seams.open_channel) {
         seams.open_channel = [amqp_options = options.amqp] { return open_release_channel(amqp_options); };
     }
-    if (!seams.now) seams.now = [] { return now_us(); };
+    if (!seams.now) seams.now = [clock = options.clock] { return clock->now_us(); };
     if (!seams.steady_now) seams.steady_now = [] { return std::chrono::steady_clock::now(); };
     if (!seams.make_publisher_realtime) {
         seams.make_publisher_realtime = [] { return make_this_thread_realtime(kPublisherRealtimePriority); };
@@ -43,8 +44,8 @@ LoaderSeams with_defaults(LoaderSeams seams, const LoaderOptions& options) {
             // for its replies would pass over.
             amqp_options.connection_name = "hourglass loader setup";
             amqp::Connection connection(amqp_options);
-            connection.open_channel(1);
-            delay::declare_forward_ladder(connection, 1, topology,
+            amqp::Channel channel(connection, 1);
+            delay::declare_forward_ladder(channel, topology,
                                           delay::DelayLadder::for_horizon(horizon));
         };
     }

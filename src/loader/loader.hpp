@@ -37,6 +37,8 @@
 #include "delay/release_messages.hpp"
 #include "delay/topology.hpp"
 #include "hourglass/job.hpp"
+#include "common/database_clock.hpp"
+#include "common/health.hpp"
 #include "common/metrics.hpp"
 #include "loader/burst_planner.hpp"
 #include "loader/claimer_inbox.hpp"
@@ -116,10 +118,15 @@ struct LoaderOptions {
     // its targeted runs back for the next claim; the declaration goes on meanwhile.
     Milliseconds forward_ladder_wait{2000};
     std::shared_ptr<metrics::ServiceMetrics> metrics = std::make_shared<metrics::ServiceMetrics>();
+    // Whether the audit is connected (runs count as lost only while it records releases).
+    std::shared_ptr<const health::ServiceHealth> health =
+        std::make_shared<health::ServiceHealth>(metrics);
+    // The one clock (reference §6): the heartbeat follows PostgreSQL's clock on it.
+    std::shared_ptr<DatabaseClock> clock = std::make_shared<DatabaseClock>();
 };
 
 // What the loader reaches outside itself. Every member left empty means the real thing
-// (store::JobStore, an AMQP channel, the process's one clock); unit tests inject fakes.
+// (store::JobStore, an AMQP channel, LoaderOptions::clock); unit tests inject fakes.
 struct LoaderSeams {
     // One store per thread (claimer, recorder, heartbeat), each with its own connection.
     std::function<std::unique_ptr<store::ClaimStore>(const store::StoreOptions&)> open_store;

@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "amqp/channel.hpp"
+
 namespace hourglass::loader {
 
 namespace {
@@ -10,12 +12,12 @@ constexpr std::uint16_t kChannel = 1;
 
 class AmqpReleaseChannel final : public ReleaseChannel {
 public:
-    explicit AmqpReleaseChannel(const amqp::ConnectionOptions& options) : connection_(options) {
-        connection_.open_channel(kChannel);
-        connection_.enable_confirms(kChannel);
+    explicit AmqpReleaseChannel(const amqp::ConnectionOptions& options)
+        : connection_(options), channel_(connection_, kChannel) {
+        channel_.enable_confirms();
     }
     std::uint64_t publish(const Message& message) override {
-        return connection_.publish(kChannel, message);
+        return channel_.publish(message);
     }
     void hold_sends(bool hold) noexcept override { connection_.hold_sends(hold); }
     std::optional<amqp::Event> next_event(std::chrono::microseconds timeout) override {
@@ -25,6 +27,7 @@ public:
 
 private:
     amqp::Connection connection_;
+    amqp::Channel channel_;
 };
 
 }  // namespace

@@ -11,7 +11,8 @@ namespace hourglass::store {
 struct StoreOptions {
     std::string pg_url;
     std::string schema = "hourglass";
-    // Counts a JobStore's connection while it is open (hourglass_connected, /readyz); may be null.
+    // Counts a JobStore's connection while it is open (health::ServiceHealth::open_connections:
+    // /readyz, hourglass_connected); may be null.
     metrics::Gauge* open_connections = nullptr;
     // A background reader (the stats refresher) runs without parallel workers, so its scan of
     // a large table takes one core, not every core the loader and ingest need, and without JIT,

@@ -8,6 +8,7 @@
 
 #include <chrono>
 
+#include "amqp/channel.hpp"
 #include "amqp/connection.hpp"
 #include "integration/harness.hpp"
 
@@ -27,7 +28,7 @@ TEST(AmqpWait, sub_millisecond_waits_sleep_instead_of_spinning) {
     options.url = url;
     options.connection_name = "hourglass wait test";
     amqp::Connection connection(options);
-    connection.open_channel(1);
+    amqp::Channel channel(connection, 1);
 
     const auto start = std::chrono::steady_clock::now();
     const double cpu_start = thread_cpu_seconds();

@@ -16,7 +16,7 @@ TEST_F(Expiry, a_job_too_late_for_its_expiry_goes_to_the_expired_queue_with_the_
     Client client(amqp_url_);
     client.subscribe(out_exchange(), "#");
     Client expired_reader(amqp_url_);
-    expired_reader.connection().consume(2, prefix_ + ".expired", /*no_ack=*/true);
+    expired_reader.channel().consume(prefix_ + ".expired", /*no_ack=*/true);
 
     // Due 10 s ago (hourglass was down, say): 2 s is too late, 1 min is not.
     const auto past = std::int64_t{to_epoch_ms(now_ms() - 10s)};

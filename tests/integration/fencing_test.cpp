@@ -93,11 +93,11 @@ TEST_F(Fencing, a_full_consumer_queue_never_multiplies_a_burst) {
     auto& process = start_hourglass({"--horizon", "5s"});
     Client client(amqp_url_);
     const auto full = prefix_ + ".full";
-    client.connection().declare_queue(1, full,
+    client.publish_channel().declare_queue(full,
                                       {{"x-queue-type", std::string("classic")},
                                        {"x-max-length", std::int32_t{0}},
                                        {"x-overflow", std::string("reject-publish")}});
-    client.connection().bind_queue(1, full, out_exchange(), "#");
+    client.publish_channel().bind_queue(full, out_exchange(), "#");
     Client receiver(amqp_url_);
     receiver.subscribe(out_exchange(), "#");
     constexpr int kJobs = 600;

@@ -286,21 +286,19 @@ void HourglassTest::delete_earlier_tests_broker_objects() {
         // Without waiting for each reply, over several channels, as hourglass declares its
         // delay queues (src/delay/topology.cpp): one at a time took 14 s for 4,000 objects.
         Client admin(admin_amqp_url_);
-        auto& connection = admin.connection();
-        std::vector<std::uint16_t> channels;
+        std::vector<amqp::Channel> channels;
         for (std::uint16_t channel = 10; channel < 18; ++channel) {  // the Client uses 1 and 2
-            connection.open_channel(channel);
-            channels.push_back(channel);
+            channels.emplace_back(admin.connection(), channel);
         }
         std::size_t next = 0;
-        const auto next_channel = [&] { return channels[next++ % channels.size()]; };
-        for (const auto& queue : queues) {
-            connection.delete_queue(next_channel(), queue, amqp::Reply::none);
-        }
+        const auto next_channel = [&]() -> amqp::Channel& {
+            return channels[next++ % channels.size()];
+        };
+        for (const auto& queue : queues) next_channel().delete_queue(queue, amqp::Reply::none);
         for (const auto& exchange : exchanges) {
-            connection.delete_exchange(next_channel(), exchange, amqp::Reply::none);
+            next_channel().delete_exchange(exchange, amqp::Reply::none);
         }
-        connection.await_channels(channels, "deleting earlier tests' queues and exchanges");
+        amqp::await_channels(channels, "deleting earlier tests' queues and exchanges");
     } catch (const std::exception& e) {
         ADD_FAILURE() << "deleting earlier tests' broker objects: " << e.what();
     }

@@ -29,10 +29,10 @@ TEST_F(HostileSoak, every_hostile_command_ends_alone_and_canaries_are_released_o
     Client client(amqp_url_);
     client.subscribe(out_exchange(), "#");
     Client rejected_reader(amqp_url_);
-    rejected_reader.connection().consume(2, prefix_ + ".rejected", /*no_ack=*/true);
+    rejected_reader.channel().consume(prefix_ + ".rejected", /*no_ack=*/true);
     // A reply queue that refuses every message: its receipts are nacked by the broker.
     const auto full_queue = prefix_ + ".full-replies";
-    client.connection().declare_queue(1, full_queue,
+    client.publish_channel().declare_queue(full_queue,
                                       {{"x-queue-type", std::string("classic")},
                                        {"x-max-length", std::int32_t{0}},
                                        {"x-overflow", std::string("reject-publish")}});

@@ -219,15 +219,15 @@ TEST_F(Operations, schedule_and_cancel_round_trip_through_the_broker_with_exit_c
                        "--key", "k", "--delay", "1"})
                   .exit_code,
               5);
-    client.connection().declare_exchange(2, prefix_ + "-deaf.in", "topic");
-    const auto deaf_queue = client.connection().declare_queue(2, "", {}, /*exclusive=*/true);
-    client.connection().bind_queue(2, deaf_queue, prefix_ + "-deaf.in", "#");
+    client.channel().declare_exchange(prefix_ + "-deaf.in", "topic");
+    const auto deaf_queue = client.channel().declare_queue("", {}, /*exclusive=*/true);
+    client.channel().bind_queue(deaf_queue, prefix_ + "-deaf.in", "#");
     const auto started = std::chrono::steady_clock::now();
     result = run_cli({"schedule", "--amqp-url", amqp_url_, "--prefix", prefix_ + "-deaf", "--key",
                       "k", "--delay", "1", "--timeout", "1s"});
     EXPECT_EQ(result.exit_code, 5) << result.err;
     EXPECT_LT(std::chrono::steady_clock::now() - started, 10s);
-    client.connection().delete_exchange(2, prefix_ + "-deaf.in");
+    client.channel().delete_exchange(prefix_ + "-deaf.in");
 }
 
 TEST_F(Operations, status_prints_the_stats_view_as_a_table) {
@@ -590,8 +590,8 @@ TEST_F(Operations, runs_released_with_the_audit_off_are_not_published_again_by_a
     auto& without_audit = start_hourglass({"--horizon", "4s", "--no-audit"});
     Client client(amqp_url_);
     const auto queue = prefix_ + ".test-consumer";
-    client.connection().declare_queue(2, queue, {{"x-queue-type", std::string("classic")}});
-    client.connection().bind_queue(2, queue, out_exchange(), "#");
+    client.channel().declare_queue(queue, {{"x-queue-type", std::string("classic")}});
+    client.channel().bind_queue(queue, out_exchange(), "#");
     client.publish_all({delayed("unaudited-1", 500)});
     const auto released = [&](std::uint32_t copies, std::chrono::seconds within) {
         const auto deadline = std::chrono::steady_clock::now() + within;
@@ -683,8 +683,8 @@ TEST_F(Operations, a_delay_queue_declared_with_other_arguments_stops_the_start_n
     for (const auto& queue : {prefix_ + ".delay.ttl-2000ms.3", prefix_ + ".delay.forward.9000"}) {
         SCOPED_TRACE(queue);
         Client client(admin_amqp_url_);
-        client.connection().delete_queue(1, queue);  // as the run before may have declared it
-        client.connection().declare_queue(1, queue, {{"x-queue-type", std::string("classic")}});
+        client.publish_channel().delete_queue(queue);  // as the run before may have declared it
+        client.publish_channel().declare_queue(queue, {{"x-queue-type", std::string("classic")}});
         const auto started = std::chrono::steady_clock::now();
         // --allow-exchange: an instance that accepts targets declares the forward ladder too.
         const auto result = run_cli(
@@ -696,7 +696,7 @@ TEST_F(Operations, a_delay_queue_declared_with_other_arguments_stops_the_start_n
         EXPECT_LT(std::chrono::steady_clock::now() - started, 15s);
         EXPECT_THAT(result.err, HasSubstr("PRECONDITION_FAILED"));
         EXPECT_THAT(result.err, HasSubstr("'" + queue + "'"));
-        client.connection().delete_queue(1, queue);
+        client.publish_channel().delete_queue(queue);
     }
 }
 

@@ -31,7 +31,7 @@ TEST_F(Quorum, jobs_flow_through_quorum_delay_queues) {
     EXPECT_EQ(early, 0);
     // Declaring the input queue as classic now fails: it really is a quorum queue.
     Client probe(amqp_url_);
-    EXPECT_THROW(probe.connection().declare_queue(2, in_exchange(), {{"x-queue-type", std::string("classic")}}),
+    EXPECT_THROW(probe.channel().declare_queue(in_exchange(), {{"x-queue-type", std::string("classic")}}),
                  amqp::ChannelError);
     EXPECT_TRUE(eventually("SELECT count(*) FROM jobs WHERE state = 'done'", std::to_string(kJobs)));
 }
@@ -51,7 +51,7 @@ TEST_F(Quorum, a_quorum_default_vhost_does_not_change_the_queue_types) {
     ASSERT_EQ(received.size(), 1u);
     EXPECT_EQ(string_header(received[0].message, "x-hourglass-id"), "classic-in-quorum-vhost");
 
-    client.connection().declare_queue(2, prefix_ + "-probe", {});
+    client.channel().declare_queue(prefix_ + "-probe", {});
     const auto listing = services("rabbitmqctl", "list_queues -q --no-table-headers -p "
                                                  "hourglass-quorum-default name type");
     std::map<std::string, std::string> type_of;

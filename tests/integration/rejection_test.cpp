@@ -24,7 +24,7 @@ TEST_F(Rejections, each_bad_command_is_rejected_with_a_reason_and_the_service_ke
     client.subscribe(out_exchange(), "#");
     const auto replies = client.receipt_queue();
     Client rejected_reader(amqp_url_);
-    rejected_reader.connection().consume(2, prefix_ + ".rejected", /*no_ack=*/true);
+    rejected_reader.channel().consume(prefix_ + ".rejected", /*no_ack=*/true);
 
     const std::vector<BadCommand> bad = {
         {"no time header", [](Message& m) { remove_header(m.properties, "x-delay"); }, "x-delay"},
@@ -112,7 +112,7 @@ TEST_F(Rejections, a_flood_of_bad_commands_writes_a_bounded_number_of_log_lines)
     auto& process = start_hourglass();
     Client client(amqp_url_);
     Client rejected_reader(amqp_url_);
-    rejected_reader.connection().consume(2, prefix_ + ".rejected", /*no_ack=*/true);
+    rejected_reader.channel().consume(prefix_ + ".rejected", /*no_ack=*/true);
     const auto bad = [&](const std::string& id) {
         auto message = delayed(id, 100);
         set_header(message.properties, "x-delay", std::string("soon"));
@@ -158,7 +158,7 @@ TEST_F(Rejections, hostile_inputs_get_a_defined_outcome) {
     Client client(amqp_url_);
     client.subscribe(out_exchange(), "#");
     Client rejected_reader(amqp_url_);
-    rejected_reader.connection().consume(2, prefix_ + ".rejected", /*no_ack=*/true);
+    rejected_reader.channel().consume(prefix_ + ".rejected", /*no_ack=*/true);
 
     const std::vector<std::string> control_headers = {
         "x-delay",    "x-schedule-at", "x-cron",   "x-cron-tz",   "x-cron-until",

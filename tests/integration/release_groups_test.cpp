@@ -27,7 +27,7 @@ protected:
     // flags that let hourglass release to it.
     std::string user_target(Client& client, const std::string& suffix) const {
         const auto target = prefix_ + ".user." + suffix;
-        client.connection().declare_exchange(2, target, "fanout");
+        client.channel().declare_exchange(target, "fanout");
         client.subscribe(target, "");
         return target;
     }
@@ -144,7 +144,7 @@ TEST_F(ReleaseGroups, a_targeted_hotspot_is_recorded_run_by_run_from_one_audit_c
     client.publish_all(targeted_series("hot-", kJobs, due, target));
 
     const auto received = client.drain(4500ms, 20s);
-    client.connection().delete_exchange(2, target);
+    client.channel().delete_exchange(target);
     ASSERT_EQ(received.size(), static_cast<std::size_t>(kJobs));
     std::set<std::string> ids;
     for (const auto& r : received) {
@@ -225,7 +225,7 @@ TEST_F(ReleaseGroups, a_targeted_burst_is_forwarded_at_its_due_time_past_the_for
     client.publish_all(targeted_series("burst-", kJobs, due, target));
 
     const auto received = client.drain(5500ms, 30s);
-    client.connection().delete_exchange(2, target);
+    client.channel().delete_exchange(target);
     expect_released_as_a_burst(process, received, kJobs, due);
     EXPECT_EQ(client.queue_size(prefix_ + ".delay.forward").value_or(1), 0u);
 }
@@ -245,7 +245,7 @@ TEST_F(ReleaseGroups, a_targeted_group_split_between_two_forwarders_is_delivered
     client.publish_all(targeted_series("split-", kJobs, due, target));
 
     const auto received = client.drain(4500ms, 30s);
-    client.connection().delete_exchange(2, target);
+    client.channel().delete_exchange(target);
     std::map<std::string, int> times;
     for (const auto& r : received) ++times[string_header(r.message, "x-hourglass-id")];
     EXPECT_EQ(times.size(), static_cast<std::size_t>(kJobs)) << "lost";
@@ -546,14 +546,14 @@ protected:
     // copied every release.
     void hand_over_through_a_previous_ladder(Client& client, const std::string& old_queue,
                                              const std::string& old_route, bool with_audit_key) {
-        auto& broker = client.connection();
+        auto& broker = client.channel();
         const amqp::Arguments classic{{"x-queue-type", std::string("classic")}};
         auto delay_arguments = classic;
         delay_arguments.emplace_back("x-message-ttl", std::int64_t{2000});
         delay_arguments.emplace_back("x-dead-letter-exchange", old_route);
-        broker.declare_exchange(2, old_queue, "fanout");
-        broker.declare_queue(2, old_queue, delay_arguments);
-        broker.bind_queue(2, old_queue, old_queue, "");
+        broker.declare_exchange(old_queue, "fanout");
+        broker.declare_queue(old_queue, delay_arguments);
+        broker.bind_queue(old_queue, old_queue, "");
 
         store::JobStore store({pg_url_, schema_});
         const auto due = std::chrono::time_point_cast<Milliseconds>(now_us()) + 2s;
@@ -603,16 +603,16 @@ TEST_F(PreviousLadder, a_run_left_in_the_first_ladder_is_released_and_observed) 
     auto& process = start_hourglass({"--horizon", kHorizonBelowTheRun});
     Client client(amqp_url_);
     client.subscribe(out_exchange(), "#");
-    auto& broker = client.connection();
+    auto& broker = client.channel();
     const auto old_release = prefix_ + ".delay.release";
     const auto old_observe = prefix_ + ".delay.observe";
     const auto old_audit = prefix_ + ".delay.audit";  // the same audit queue
-    broker.declare_exchange(2, old_release, "fanout");
-    broker.bind_exchange(2, out_exchange(), old_release, "");
-    broker.declare_exchange(2, old_audit, "fanout");
-    broker.bind_queue(2, old_audit, old_audit, "");
-    broker.declare_exchange(2, old_observe, "direct", {{"alternate-exchange", old_audit}});
-    broker.bind_exchange(2, old_observe, old_release, "");
+    broker.declare_exchange(old_release, "fanout");
+    broker.bind_exchange(out_exchange(), old_release, "");
+    broker.declare_exchange(old_audit, "fanout");
+    broker.bind_queue(old_audit, old_audit, "");
+    broker.declare_exchange(old_observe, "direct", {{"alternate-exchange", old_audit}});
+    broker.bind_exchange(old_observe, old_release, "");
     hand_over_through_a_previous_ladder(client, prefix_ + ".delay.2000", old_release, false);
     expect_released_once_and_observed(client, process);
 }
@@ -624,11 +624,11 @@ TEST_F(PreviousLadder, a_run_left_in_the_topic_dispatch_ladder_is_released_and_o
     auto& process = start_hourglass({"--horizon", kHorizonBelowTheRun});
     Client client(amqp_url_);
     client.subscribe(out_exchange(), "#");
-    auto& broker = client.connection();
+    auto& broker = client.channel();
     const auto old_dispatch = prefix_ + ".delay.dispatch";
-    broker.declare_exchange(2, old_dispatch, "topic");
-    broker.bind_exchange(2, out_exchange(), old_dispatch, "#");
-    broker.bind_queue(2, prefix_ + ".delay.audit", old_dispatch, audit_key());
+    broker.declare_exchange(old_dispatch, "topic");
+    broker.bind_exchange(out_exchange(), old_dispatch, "#");
+    broker.bind_queue(prefix_ + ".delay.audit", old_dispatch, audit_key());
     hand_over_through_a_previous_ladder(client, prefix_ + ".delay.2000ms", old_dispatch, true);
     expect_released_once_and_observed(client, process);
 }

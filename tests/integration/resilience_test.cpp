@@ -16,8 +16,8 @@ protected:
     // A durable queue bound to the output exchange: it keeps releases across broker restarts.
     std::string durable_subscription(Client& client) {
         const auto queue = prefix_ + ".test-consumer";
-        client.connection().declare_queue(2, queue, {{"x-queue-type", std::string("classic")}});
-        client.connection().bind_queue(2, queue, out_exchange(), "#");
+        client.channel().declare_queue(queue, {{"x-queue-type", std::string("classic")}});
+        client.channel().bind_queue(queue, out_exchange(), "#");
         return queue;
     }
 
@@ -50,7 +50,7 @@ protected:
     std::map<std::string, int> collect(const std::string& queue, std::size_t expected,
                                        std::chrono::seconds timeout, std::vector<double>* lateness) {
         Client client(amqp_url_);
-        client.connection().consume(2, queue, /*no_ack=*/true);
+        client.channel().consume(queue, /*no_ack=*/true);
         std::map<std::string, int> seen;
         std::size_t total = 0;
         const auto deadline = std::chrono::steady_clock::now() + timeout;
@@ -70,7 +70,7 @@ protected:
         for (auto extra = client.receive(1500ms); extra; extra = client.receive(500ms)) {
             ++seen[string_header(extra->message, "x-hourglass-id")];
         }
-        client.connection().delete_queue(2, queue);
+        client.channel().delete_queue(queue);
         return seen;
     }
 };
@@ -117,7 +117,7 @@ TEST_F(Resilience, a_run_the_broker_lost_is_published_again) {
     const auto ladder = delay::DelayLadder::for_horizon(4s);
     for (const auto ttl : ladder.ttls()) {
         for (unsigned lane = 0; lane < delay::kDefaultDelayLanes; ++lane) {
-            purged += client.connection().purge_queue(2, names.delay(ttl, lane)).value_or(0);
+            purged += client.channel().purge_queue(names.delay(ttl, lane)).value_or(0);
         }
     }
     ASSERT_EQ(purged, 1u) << "the run waited in one delay queue";

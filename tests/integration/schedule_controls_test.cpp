@@ -106,7 +106,7 @@ TEST_F(ScheduleControls, catchup_all_releases_each_missed_run_and_skip_releases_
     client.subscribe(out_exchange(), "controls.#");
     const auto replies = client.receipt_queue();
     Client expired_reader(amqp_url_);
-    expired_reader.connection().consume(2, prefix_ + ".expired", /*no_ack=*/true);
+    expired_reader.channel().consume(prefix_ + ".expired", /*no_ack=*/true);
     client.publish_all({every_second("ctl-all", "all"), every_second("ctl-skip", "skip")});
     ASSERT_TRUE(eventually("SELECT count(*) FROM jobs WHERE runs > 0", "2"));
     ASSERT_EQ(send(client, replies, control("x-pause", "ctl-all", replies)), "paused");

@@ -24,7 +24,7 @@ protected:
     std::string user_exchange(const std::string& suffix, const std::string& type,
                               const amqp::Arguments& arguments = {}) {
         const auto name = prefix_ + ".user." + suffix;
-        admin().connection().declare_exchange(2, name, type, arguments);
+        admin().channel().declare_exchange(name, type, arguments);
         user_exchanges_.push_back(name);
         return name;
     }
@@ -45,7 +45,7 @@ protected:
     void TearDown() override {
         for (const auto& name : user_exchanges_) {
             try {
-                admin().connection().delete_exchange(2, name);
+                admin().channel().delete_exchange(name);
             } catch (const amqp::Error&) {
                 admin_.reset();  // already gone: the channel is closed
             }
@@ -169,7 +169,7 @@ TEST_F(TargetExchange, topic_direct_and_fanout_targets_receive_their_jobs_unchan
 
     // The direct target could not route "receipt" and has no alternate exchange: kept.
     Client unroutable(amqp_url_);
-    unroutable.connection().consume(2, prefix_ + ".unroutable", /*no_ack=*/true);
+    unroutable.channel().consume(prefix_ + ".unroutable", /*no_ack=*/true);
     const auto kept = unroutable.drain(500ms, 5s);
     EXPECT_EQ(ids_of(kept), (std::set<std::string>{"d-receipt"}));
     expect_proper_releases(kept);
@@ -187,7 +187,7 @@ TEST_F(TargetExchange, disallowed_targets_are_rejected_naming_the_header_and_the
     Client client(amqp_url_);
     const auto replies = client.receipt_queue();
     Client rejected(amqp_url_);
-    rejected.connection().consume(2, prefix_ + ".rejected", /*no_ack=*/true);
+    rejected.channel().consume(prefix_ + ".rejected", /*no_ack=*/true);
 
     // The expression must match the whole name: a longer or shorter name is not allowed.
     for (const auto& target : {std::string("amq.topic"), allowed + ".more", prefix_ + ".user"}) {
@@ -249,7 +249,7 @@ TEST_F(TargetExchange, targets_that_are_gone_or_route_nowhere_keep_the_job_in_un
     client.publish_all(jobs);
     // The target is deleted while the job waits in the delay queues.
     ASSERT_TRUE(eventually("SELECT count(*) FROM jobs WHERE state = 'enqueued'", "4"));
-    admin().connection().delete_exchange(2, doomed);
+    admin().channel().delete_exchange(doomed);
 
     std::vector<Received> good_ones;
     while (good_ones.size() < 2) {
@@ -262,7 +262,7 @@ TEST_F(TargetExchange, targets_that_are_gone_or_route_nowhere_keep_the_job_in_un
     EXPECT_EQ(good_ones.size(), 2u);
     expect_proper_releases(good_ones);
     Client unroutable(amqp_url_);
-    unroutable.connection().consume(2, prefix_ + ".unroutable", /*no_ack=*/true);
+    unroutable.channel().consume(prefix_ + ".unroutable", /*no_ack=*/true);
     const auto kept = unroutable.drain(1000ms, 10s);
     EXPECT_EQ(ids_of(kept), (std::set<std::string>{"gone", "no-route"}));
     EXPECT_EQ(kept.size(), 2u);
@@ -289,7 +289,7 @@ TEST_F(TargetExchange, a_flood_of_unroutable_releases_writes_a_bounded_number_of
     auto& process = start_hourglass({"--allow-exchange", allow_user_exchanges()});
     Client client(amqp_url_);
     Client unroutable(amqp_url_);
-    unroutable.connection().consume(2, prefix_ + ".unroutable", /*no_ack=*/true);
+    unroutable.channel().consume(prefix_ + ".unroutable", /*no_ack=*/true);
     constexpr int kFlood = 300;
     std::vector<Message> jobs;
     for (int i = 0; i < kFlood; ++i) {
@@ -378,8 +378,8 @@ TEST_F(TargetExchange,
     ASSERT_EQ(accepting.terminate(), 0);
     // As on a broker where no instance ever accepted targets.
     for (const auto ttl : ladder.ttls()) {
-        client.connection().delete_queue(2, names.forward_delay(ttl));
-        client.connection().delete_exchange(2, names.forward_delay(ttl));
+        client.channel().delete_queue(names.forward_delay(ttl));
+        client.channel().delete_exchange(names.forward_delay(ttl));
     }
 
     start_hourglass({"--horizon", "2s"});
@@ -552,7 +552,7 @@ TEST_F(TargetExchange, plugin_usage_replayed_through_hourglass_delivers_what_the
     }
     // What the plugin would have dropped silently (no binding matched) is kept.
     Client unroutable(amqp_url_);
-    unroutable.connection().consume(2, prefix_ + ".unroutable", /*no_ack=*/true);
+    unroutable.channel().consume(prefix_ + ".unroutable", /*no_ack=*/true);
     EXPECT_EQ(ids_of(unroutable.drain(500ms, 5s)), (std::set<std::string>{"m6"}));
 }
 

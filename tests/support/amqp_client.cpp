@@ -13,10 +13,9 @@ amqp::ConnectionOptions client_options(const std::string& url) {
 }
 }  // namespace
 
-Client::Client(const std::string& url) : connection_(client_options(url)) {
-    connection_.open_channel(1);
-    connection_.enable_confirms(1);
-    connection_.open_channel(2);
+Client::Client(const std::string& url)
+    : connection_(client_options(url)), publishes_(connection_, 1), channel_(connection_, 2) {
+    publishes_.enable_confirms();
 }
 
 void Client::wait_for_confirms() {
@@ -38,27 +37,27 @@ void Client::wait_for_confirms() {
 }
 
 void Client::publish(const Message& message) {
-    published_ = connection_.publish(1, message);
+    published_ = publishes_.publish(message);
     wait_for_confirms();
 }
 
 void Client::publish_all(const std::vector<Message>& messages) {
-    for (const auto& message : messages) published_ = connection_.publish(1, message);
+    for (const auto& message : messages) published_ = publishes_.publish(message);
     wait_for_confirms();
 }
 
 std::string Client::subscribe(const std::string& exchange, const std::string& binding_key,
                               const std::string& queue, const amqp::Arguments& arguments) {
-    const auto name = queue.empty() ? connection_.declare_queue(2, "", {}, /*exclusive=*/true)
-                                    : connection_.declare_queue(2, queue, arguments);
-    connection_.bind_queue(2, name, exchange, binding_key);
-    connection_.consume(2, name, /*no_ack=*/true);
+    const auto name = queue.empty() ? channel_.declare_queue("", {}, /*exclusive=*/true)
+                                    : channel_.declare_queue(queue, arguments);
+    channel_.bind_queue(name, exchange, binding_key);
+    channel_.consume(name, /*no_ack=*/true);
     return name;
 }
 
 std::string Client::receipt_queue() {
-    const auto queue = connection_.declare_queue(2, "", {}, /*exclusive=*/true);
-    connection_.consume(2, queue, /*no_ack=*/true);
+    const auto queue = channel_.declare_queue("", {}, /*exclusive=*/true);
+    channel_.consume(queue, /*no_ack=*/true);
     return queue;
 }
 
@@ -96,7 +95,7 @@ std::vector<Received> Client::drain(std::chrono::milliseconds quiet, std::chrono
 }
 
 std::optional<std::uint32_t> Client::queue_size(const std::string& queue) {
-    return connection_.queue_message_count(2, queue);
+    return channel_.queue_message_count(queue);
 }
 
 const FieldValue* header_of(const Message& message, std::string_view name) {

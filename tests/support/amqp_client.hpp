@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "amqp/channel.hpp"
 #include "amqp/connection.hpp"
 #include "hourglass/message.hpp"
 #include "hourglass/time.hpp"
@@ -41,10 +42,16 @@ public:
     std::vector<Received> drain(std::chrono::milliseconds quiet, std::chrono::milliseconds total);
     std::optional<std::uint32_t> queue_size(const std::string& queue);
     amqp::Connection& connection() { return connection_; }
+    // Channel 1, with confirms: what publish() uses.
+    amqp::Channel& publish_channel() { return publishes_; }
+    // Channel 2: declarations, bindings and the consumers of subscribe() and receipt_queue().
+    amqp::Channel& channel() { return channel_; }
 
 private:
     void wait_for_confirms();
     amqp::Connection connection_;
+    amqp::Channel publishes_;
+    amqp::Channel channel_;
     std::uint64_t published_ = 0;
     std::uint64_t confirmed_ = 0;
     std::vector<Received> early_;  // deliveries that arrived while waiting for confirms

@@ -6,9 +6,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <thread>
 
 #include "audit/audit_metrics.hpp"
+#include "common/health.hpp"
 #include "forward/forwarder_metrics.hpp"
 #include "ingest/ingest_metrics.hpp"
 #include "loader/loader_metrics.hpp"
@@ -156,7 +158,9 @@ TEST(ScopedGaugeIncrement, counts_while_alive_and_moves_its_count) {
 // --- the hourglass metrics ---------------------------------------------------------------------
 
 TEST(ServiceMetrics, every_component_in_one_registry_renders_valid_prefixed_exposition) {
-    ServiceMetrics metrics;
+    const auto service_metrics = std::make_shared<ServiceMetrics>();
+    auto& metrics = *service_metrics;
+    const health::ServiceHealth health(service_metrics);
     const ingest::IngestMetrics ingest_metrics(metrics.registry());
     const loader::LoaderMetrics loader_metrics(metrics.registry());
     const audit::AuditMetrics audit_metrics(metrics.registry());
@@ -180,38 +184,6 @@ TEST(ServiceMetrics, a_component_registered_twice_on_one_registry_is_refused) {
     ServiceMetrics metrics;
     const loader::LoaderMetrics loader_metrics(metrics.registry());
     EXPECT_THROW(loader::LoaderMetrics{metrics.registry()}, std::invalid_argument);
-}
-
-TEST(ServiceMetrics, connections_are_tracked_per_component_and_peer) {
-    ServiceMetrics metrics;
-    EXPECT_FALSE(metrics.connected(Component::loader, Peer::rabbitmq));
-    {
-        const ScopedGaugeIncrement open(
-            metrics.open_connections(Component::loader, Peer::rabbitmq));
-        EXPECT_TRUE(metrics.connected(Component::loader, Peer::rabbitmq));
-        EXPECT_FALSE(metrics.connected(Component::loader, Peer::postgresql));
-        EXPECT_FALSE(metrics.connected(Component::ingest, Peer::rabbitmq));
-        const auto parsed = prom::parse(metrics.registry().render_prometheus());
-        EXPECT_EQ(
-            parsed.value("hourglass_connected", {{"component", "loader"}, {"peer", "rabbitmq"}}),
-            1);
-        EXPECT_EQ(
-            parsed.value("hourglass_connected", {{"component", "audit"}, {"peer", "postgresql"}}),
-            0);
-    }
-    EXPECT_FALSE(metrics.connected(Component::loader, Peer::rabbitmq));
-}
-
-TEST(ServiceMetrics, the_forwarder_has_a_broker_connection_series_only) {
-    ServiceMetrics metrics;
-    EXPECT_EQ(metrics.open_connections(Component::forward, Peer::postgresql), nullptr);
-    EXPECT_FALSE(metrics.connected(Component::forward, Peer::postgresql));
-    const ScopedGaugeIncrement open(metrics.open_connections(Component::forward, Peer::rabbitmq));
-    const auto text = metrics.registry().render_prometheus();
-    const auto parsed = prom::parse(text);
-    EXPECT_EQ(parsed.value("hourglass_connected", {{"component", "forward"}, {"peer", "rabbitmq"}}),
-              1);
-    EXPECT_EQ(text.find("component=\"forward\",peer=\"postgresql\""), std::string::npos);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <deque>
 #include <fstream>
 #include <functional>
+#include <list>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -51,8 +52,12 @@ struct FakeDatabase {
     std::map<std::string, Row> rows;
     bool reachable = true;  // false: every call fails as a lost connection would
     bool heartbeats_fail = false;  // only heartbeats fail (their connection is the one lost)
+    // PostgreSQL's clock minus the host's, as measure_clock_offset() finds it.
+    std::chrono::microseconds clock_offset{0};
     int heartbeats = 0;
     int claims = 0;   // claim_due calls (each a query in PostgreSQL)
+    // The last claim's resend_due_before: runs handed over before it, not audited, count as lost.
+    std::optional<TimePoint> last_resend_due_before;
     // Set: claims past this many wait until open_claims(), as a slow claim query would.
     std::optional<int> claims_allowed;
     std::condition_variable claims_opened;
@@ -137,11 +142,13 @@ public:
     }
     // Like JobStore::claim_due: within the limit of runs and bytes, the first run always.
     store::Claim claim_due(const std::string& owner, TimePoint horizon_end, store::ClaimLimit limit,
-                           Milliseconds, std::optional<TimePoint>, Milliseconds) override {
+                           Milliseconds, std::optional<TimePoint> resend_due_before,
+                           Milliseconds) override {
         std::unique_lock lock(db_.mutex);
         db_.claims_opened.wait(lock, [&] { return !db_.claims_allowed || db_.claims < *db_.claims_allowed; });
         db_.check_reachable();
         ++db_.claims;
+        db_.last_resend_due_before = resend_due_before;
         store::Claim claim;
         std::size_t bytes = 0;
         for (auto& [id, row] : db_.rows) {
@@ -233,7 +240,11 @@ public:
         }
         return released;
     }
-    std::chrono::microseconds measure_clock_offset() override { return {}; }
+    std::chrono::microseconds measure_clock_offset() override {
+        std::lock_guard lock(db_.mutex);
+        db_.check_reachable();
+        return db_.clock_offset;
+    }
     void release_all_claims(const std::string& owner) override {
         std::lock_guard lock(db_.mutex);
         db_.check_reachable();
@@ -811,6 +822,53 @@ TEST_F(LoaderTest, compares_due_times_on_the_injected_clock_not_the_hosts) {
     start(options());
     ASSERT_TRUE(eventually([&] { return db.handed_over() == 1; }));
     EXPECT_GE(released_at(broker.publishes().at(0)), in(0ms) - 1s);
+}
+
+TEST_F(LoaderTest, heartbeats_set_the_clock_they_were_given_to_postgresqls) {
+    // The service's one clock, shared with ingest and the audit: the loader's heartbeat keeps
+    // it on PostgreSQL's clock; a clock of its own would leave theirs behind.
+    const auto service_clock = std::make_shared<DatabaseClock>();
+    db.read([](FakeDatabase& d) { return d.clock_offset = std::chrono::milliseconds{-1500}; });
+    auto loader_options = options();
+    loader_options.clock = service_clock;
+    start(std::move(loader_options));
+    ASSERT_TRUE(eventually([&] { return service_clock->offset() == -1500ms; }));
+    const auto host = now_us();
+    EXPECT_LE(service_clock->now_us(), host - 1400ms);
+
+    db.read([](FakeDatabase& d) { return d.clock_offset = std::chrono::milliseconds{250}; });
+    EXPECT_TRUE(eventually([&] { return service_clock->offset() == 250ms; }));
+}
+
+// Runs count as lost (--resend-after) only while the service's health says the loader and the
+// audit are connected: the audit records what the broker releases, and without it every run
+// would look lost.
+TEST_F(LoaderTest, counts_runs_as_lost_only_while_its_health_says_the_audit_is_connected) {
+    using health::Component, health::Peer;
+    auto loader_options = options();
+    loader_options.resend_after = 200ms;
+    loader_options.metrics = std::make_shared<metrics::ServiceMetrics>();
+    const auto service_health = std::make_shared<health::ServiceHealth>(loader_options.metrics);
+    loader_options.health = service_health;
+    const auto resend_before = [&] {
+        return db.read([](const FakeDatabase& d) { return d.last_resend_due_before; });
+    };
+    start(std::move(loader_options));
+    std::list<metrics::ScopedGaugeIncrement> open;
+    for (const auto& [component, peer] : {std::pair{Component::loader, Peer::rabbitmq},
+                                          std::pair{Component::audit, Peer::rabbitmq}}) {
+        open.emplace_back(service_health->open_connections(component, peer));
+    }
+    std::this_thread::sleep_for(400ms);  // claims every 20 ms: the audit has no database
+    EXPECT_EQ(resend_before(), std::nullopt);
+
+    open.emplace_back(service_health->open_connections(Component::audit, Peer::postgresql));
+    ASSERT_TRUE(eventually([&] { return resend_before().has_value(); }));
+    const auto cut = *resend_before();
+    EXPECT_LE(cut, in(-200ms) + 50ms) << "runs handed over within resend_after are not lost yet";
+
+    open.pop_front();  // the loader's broker connection drops
+    EXPECT_TRUE(eventually([&] { return !resend_before().has_value(); }));
 }
 
 // A run taken for publishing at its instant, then published by a clock stepped back 1 ms,

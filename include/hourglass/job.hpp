@@ -42,6 +42,7 @@ struct InsertClaimOffer {
     std::size_t runs = 0;
     std::size_t bytes = 0;
     std::uint64_t epoch = 0;
+    TimePoint made_at;  // on the one clock: no run leased under it was leased before
 };
 
 // One run of one job.

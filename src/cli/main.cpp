@@ -74,8 +74,8 @@ void add_pg_options(CLI::App& command, ServiceOptions& options) {
 void add_retention_option(CLI::App& command, ServiceOptions& options) {
     command
         .add_option("--retention", options.retention,
-                    "Delete one-shot jobs this long after they ended (done or cancelled); off: "
-                    "keep them (1s-36500d, default 7d)")
+                    "Delete ended jobs (done or cancelled, one-shot or recurring) this long after "
+                    "they ended; off: keep them (1s-36500d, default 7d)")
         ->envname("HOURGLASS_RETENTION")
 ;
 }
@@ -86,8 +86,8 @@ void add_loader_options(CLI::App& run, ServiceOptions& options) {
                    "How far ahead jobs are handed to the delay queues (1s-1h, default 60s)")
         ->envname("HOURGLASS_HORIZON");
     run.add_option("--lease", options.lease,
-                   "How long a claim lasts before another instance may take it over (1s-1h, "
-                   "default 30s)")
+                   "How long a claim lasts once its instance is fenced or gone (a live "
+                   "instance's claims never expire; 1s-1h, default 30s)")
         ->envname("HOURGLASS_LEASE");
     run.add_option("--resend-after", options.resend_after,
                    "Publish a one-shot run again if its release is not observed this long after "

@@ -189,7 +189,8 @@ void Service::run_pipeline(std::stop_token stop) {
                                                           .names = ingest_options_.names,
                                                           .limits = ingest_options_.limits,
                                                           .horizon = ingest_options_.horizon,
-                                                          .metrics = metrics_};
+                                                          .metrics = metrics_,
+                                                          .clock = clock_};
         // The SQL intake claims nothing at insert: it only wakes the loader.
         ingest::LoaderLink link;
         link.wake = [&](TimePoint due) { loader.wake_for(due); };

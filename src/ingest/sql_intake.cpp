@@ -51,6 +51,11 @@ FieldValue field_of(const json& value, std::size_t depth_left, const std::string
             }
             FieldTable table;
             for (const auto& [name, item] : value.items()) {
+                // A field name is an AMQP short string: one longer cannot be published.
+                if (name.size() > kMaxNameBytes) {
+                    throw BadRow{where + ": a name of " + std::to_string(name.size()) +
+                                 " bytes; AMQP holds at most " + std::to_string(kMaxNameBytes)};
+                }
                 table.emplace_back(name, field_of(item, depth_left - 1, where + "." + name));
             }
             return table;
@@ -70,9 +75,15 @@ json parse_object(const std::optional<std::string>& text, std::size_t bytes, con
     return value;
 }
 
+// Every text property is an AMQP short string: one longer could be stored but never published.
 std::string string_property(const json& value, const std::string& name) {
     if (!value.is_string()) throw BadRow{"properties." + name + ": not a string"};
-    return value.get<std::string>();
+    auto text = value.get<std::string>();
+    if (text.size() > kMaxNameBytes) {
+        throw BadRow{"properties." + name + ": " + std::to_string(text.size()) +
+                     " bytes; AMQP holds at most " + std::to_string(kMaxNameBytes)};
+    }
+    return text;
 }
 
 std::uint64_t integer_property(const json& value, const std::string& name, std::uint64_t max) {
@@ -147,7 +158,7 @@ void intake_session(const SqlIntakeOptions& options, const LoaderLink& loader,
     LogBudget rejection_lines;
     spdlog::info("SQL intake: taking commands from {}.commands", options.store.schema);
     while (!stop.stop_requested()) {
-        const auto taken_at = std::chrono::time_point_cast<Milliseconds>(std::chrono::system_clock::now());
+        const auto taken_at = options.clock->now_ms();
         const auto batch = store->take_sql_commands(limits, [&](const store::SqlCommandRow& row) {
             return command_from_sql_row(row, taken_at, options.limits, options.names.input);
         });

@@ -11,6 +11,7 @@
 
 #include "hourglass/command.hpp"
 #include "hourglass/message.hpp"
+#include "common/database_clock.hpp"
 #include "common/metrics.hpp"
 #include "ingest/ingest.hpp"
 #include "store/sql_command_store.hpp"
@@ -26,6 +27,9 @@ struct SqlIntakeOptions {
     // How often the intake looks for commands when no notification came.
     Milliseconds poll{1000};
     std::shared_ptr<metrics::ServiceMetrics> metrics = std::make_shared<metrics::ServiceMetrics>();
+    // The one clock (reference §6): x-delay counts from the take on PostgreSQL's clock, as the
+    // AMQP door counts it from the delivery; the host's own clock may be behind it.
+    std::shared_ptr<const DatabaseClock> clock = std::make_shared<DatabaseClock>();
 };
 
 // The message a row stands for, or why it stands for none: properties and headers are plain

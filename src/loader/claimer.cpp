@@ -70,8 +70,7 @@ bool Loader::claim_round(store::ClaimStore& store, ClaimPacing& pacing, bool ref
         if (const auto cut = bursts_.cut()) horizon_end = std::min(horizon_end, *cut - Milliseconds{1});
         auto [runs, at_limit] = store.claim_due(options_.owner, horizon_end, limit,
                                                 options_.lease + ladder_.step(),
-                                                resend_due_before(now),
-                                                leases_.timings().takeover_after);
+                                                resend_due_before(now));
         pacing.backlog = at_limit;
         if (!runs.empty()) spdlog::debug("loader: claimed {} runs", runs.size());
         const auto resent =

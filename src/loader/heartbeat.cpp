@@ -72,12 +72,19 @@ void Loader::heartbeat_loop(std::stop_token stop) {
 void Loader::give_back_orphaned_claims(store::ClaimStore& store) {
     const auto& timings = leases_.timings();
     const auto lease = options_.lease + ladder_.step();  // as every claim's (claim_loop)
+    // No lease younger than an offer ingest has not ended: its transaction may have committed
+    // part of a batch and wait on a locked row for the rest, before it hands the runs over.
+    auto age = timings.orphan_age;
+    if (const auto oldest = insert_claims_.oldest_open_offer()) {
+        age = std::max(age, std::chrono::duration_cast<Milliseconds>(clock_now() - *oldest) +
+                                kOpenOfferMargin);
+    }
     // Read after the rows, so that a run handed over in between is not taken for an orphan; a
     // run given back in between is given back again, which changes nothing.
-    const auto leased = store.claims_older_than(options_.owner, lease, timings.orphan_age);
+    const auto leased = store.claims_older_than(options_.owner, lease, age);
     if (leased.empty()) return;
     const auto orphans = held_.not_held(leased);
-    const auto given_back = store.release_orphaned_claims(options_.owner, orphans, lease, timings.orphan_age);
+    const auto given_back = store.release_orphaned_claims(options_.owner, orphans, lease, age);
     if (given_back == 0) return;
     metrics_.count_orphaned_claims(given_back);
     spdlog::warn("loader: gave back {} runs leased to this instance that it did not hold (a "

@@ -16,6 +16,7 @@ std::optional<InsertClaimOffer> InsertClaimDesk::offer(InsertClaimOffer offer, s
     offer.bytes = reserved->bytes;
     offer.epoch = epoch_;
     ++open_offers_;
+    open_since_.insert(offer.made_at);
     return offer;
 }
 
@@ -24,6 +25,7 @@ void InsertClaimDesk::adopt(const InsertClaimOffer& offer, std::vector<ClaimedRu
     {
         std::lock_guard lock(mutex_);
         open_offers_ -= std::min<std::size_t>(open_offers_, 1);
+        if (const auto it = open_since_.find(offer.made_at); it != open_since_.end()) open_since_.erase(it);
         if (runs.empty()) {
             board_.end_reservation(reserved);
         } else {
@@ -67,6 +69,12 @@ void InsertClaimDesk::close(std::chrono::steady_clock::duration wait) {
     // An ingest transaction lasts milliseconds; one that hangs longer leaves its runs leased
     // to this instance, taken over once the lease ends.
     offers_ended_.wait_for(lock, wait, [&] { return open_offers_ == 0; });
+}
+
+std::optional<TimePoint> InsertClaimDesk::oldest_open_offer() const {
+    std::lock_guard lock(mutex_);
+    if (open_since_.empty()) return std::nullopt;
+    return *open_since_.begin();
 }
 
 std::vector<std::string> InsertClaimDesk::take_all_ids() {

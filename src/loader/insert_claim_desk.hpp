@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <vector>
 
 #include "hourglass/job.hpp"
@@ -50,6 +51,11 @@ public:
     // At the end: the ids of every run adopted and not yet taken.
     std::vector<std::string> take_all_ids();
 
+    // --- the heartbeat's reconciliation ---
+    // When the oldest offer ingest has not ended yet was made: the runs leased under it may be
+    // committed and not yet adopted, so no lease younger than it is an orphan.
+    std::optional<TimePoint> oldest_open_offer() const;
+
 private:
     struct AdoptedOffer {
         std::uint64_t epoch = 0;
@@ -58,10 +64,11 @@ private:
     };
 
     ScheduleBoard& board_;
-    std::mutex mutex_;
+    mutable std::mutex mutex_;
     std::condition_variable offers_ended_;
     bool open_ = false;
     std::size_t open_offers_ = 0;
+    std::multiset<TimePoint> open_since_;  // made_at of each offer not yet ended
     std::vector<AdoptedOffer> adopted_;
     std::uint64_t epoch_ = 0;
 };

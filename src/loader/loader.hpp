@@ -189,6 +189,9 @@ private:
     // of them is ready): one UPDATE per confirm made 9,848 in that run (1,555 now). It
     // only widens the window in which a crash can cause a duplicate (reference §6, at least once).
     static constexpr auto kRecordEvery = Milliseconds{50};
+    // The one clock is PostgreSQL's within a round trip: an offer's time, and so the age of
+    // the leases under it, is known to within this (orphan reconciliation).
+    static constexpr auto kOpenOfferMargin = Milliseconds{1000};
     // At a stop, how long the claimer waits for ingest to end the offers it took.
     static constexpr auto kInsertClaimsCloseWait = std::chrono::seconds{2};
 

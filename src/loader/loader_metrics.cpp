@@ -41,8 +41,12 @@ LoaderMetrics::LoaderMetrics(metrics::Registry& registry)
           "lost), given back so that they are released.")),
       registration_lost_(registry.add_counter(
           "hourglass_registration_lost_total",
-          "Times another instance took this one for dead (deleted its registration and gave its "
+          "Times another instance took this one for dead (fenced it and gave its "
           "claims back); it then dropped every run it held before registering again.")),
+      publishes_withheld_(registry.add_counter(
+          "hourglass_publishes_withheld_total",
+          "Runs due for publishing that the loader gave back unpublished because its last "
+          "heartbeat was too old to be sure the runs were still its own (a stall, a pause).")),
       handover_lateness_seconds_(registry.add_histogram(
           "hourglass_handover_lateness_seconds",
           "Publish time of a run into its delay queue minus the instant that releases it on time "

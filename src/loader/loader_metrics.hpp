@@ -35,6 +35,7 @@ public:
     void count_orphaned_claims(std::size_t runs) noexcept { orphaned_claims_.increment(runs); }
     // Times another instance took this one for dead: it dropped what it held.
     void count_registration_lost() noexcept { registration_lost_.increment(1); }
+    void count_publishes_withheld(std::size_t runs) noexcept { publishes_withheld_.increment(runs); }
     // How long after its publish instant (due − TTL) a run was published into a delay queue:
     // its release is late by at least this, whatever the broker does.
     void observe_handover_lateness(std::chrono::microseconds lateness) noexcept;
@@ -62,6 +63,7 @@ private:
     metrics::Counter& delay_nacks_;
     metrics::Counter& orphaned_claims_;
     metrics::Counter& registration_lost_;
+    metrics::Counter& publishes_withheld_;
     metrics::Histogram& handover_lateness_seconds_;
     metrics::Gauge& unconfirmed_publishes_;
     metrics::Gauge& runs_held_;

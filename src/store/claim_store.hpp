@@ -41,11 +41,10 @@ public:
     virtual ~ClaimStore() = default;
 
     // Claims pending runs due at or before `horizon_end` for `owner`, within `limit`, earliest
-    // first (see JobStore::claim_due for who may take which run). Takes over the claims of
-    // instances that have not beaten for `takeover_after` (as heartbeat does).
+    // first (see JobStore::claim_due for who may take which run). Takes the runs another
+    // instance leased only once that instance is fenced or gone (heartbeat, leave).
     virtual Claim claim_due(const std::string& owner, TimePoint horizon_end, ClaimLimit limit,
-                            Milliseconds lease, std::optional<TimePoint> resend_due_before,
-                            Milliseconds takeover_after = kTakeoverAfter) = 0;
+                            Milliseconds lease, std::optional<TimePoint> resend_due_before) = 0;
     // Records runs the broker confirmed; only runs still leased to `owner` change. A run
     // observed with another whose release was already recorded ends `done` at once. Never waits
     // for a row lock: returns the runs it left because another transaction holds their row (or
@@ -61,9 +60,11 @@ public:
     virtual void register_instance(const std::string& owner) = 0;
     // Records that `owner` is alive, if it is still registered (`registered` false: another
     // instance took it for dead, deleted its registration and gave its claims back; it must
-    // drop what it holds and register again). While `takeover` (its own previous beat was
-    // recent: it is not itself just back from a stall), forgets instances silent for
-    // `takeover_after` and gives their claims back (`dead`).
+    // drop what it holds and register again). While its own previous beat is younger than
+    // `fresh_within` (it is not itself just back from a stall), fences the instances silent for
+    // `takeover_after` and gives their claims back (`dead`), in one transaction: the one place
+    // a run is taken from a registered owner (docs/architecture.md "Ownership"). Never waits
+    // for a lock on another instance's registration.
     struct Heartbeat {
         bool registered = false;
         std::vector<std::string> dead;

@@ -19,8 +19,46 @@ namespace hourglass::store {
 
 using nlohmann::json;
 
+namespace {
+
+// TCP keepalives, unless the URL sets them: a connection whose server vanished (a cut network,
+// a failover) is noticed within about half a minute, not the kernel's two hours.
+constexpr std::pair<const char*, const char*> kKeepalives[] = {
+    {"keepalives", "1"}, {"keepalives_idle", "10"}, {"keepalives_interval", "5"},
+    {"keepalives_count", "3"}, {"tcp_user_timeout", "30000"}};
+
+std::string with_keepalives(const std::string& url) {
+    const bool uri = url.starts_with("postgresql://") || url.starts_with("postgres://");
+    std::string result = url;
+    for (const auto& [name, value] : kKeepalives) {
+        if (url.find(name + std::string("=")) != std::string::npos) continue;
+        if (uri) {
+            result += result.find('?') == std::string::npos ? '?' : '&';
+        } else if (!result.empty()) {
+            result += ' ';
+        }
+        result += std::string(name) + "=" + value;
+    }
+    return result;
+}
+
+}  // namespace
+
 std::unique_ptr<pqxx::connection> connect(const StoreOptions& options) {
-    auto connection = std::make_unique<pqxx::connection>(options.pg_url);
+    auto connection = std::make_unique<pqxx::connection>(with_keepalives(options.pg_url));
+    // Bounds on every wait of an hourglass session (docs/operating.md "Stalls"): no statement
+    // waits longer than kSessionLockWait for a lock (a heartbeat held up by a row an operator
+    // locked fails, and the thread reconnects and tries again), none runs without bound, and a
+    // session left idle in a transaction (its client cut mid-transaction) is ended by the
+    // server, with the locks it held. Statements that wait less set their own (row_locks.hpp).
+    connection->set_variable("lock_timeout", std::string("'") + kSessionLockWait + "'");
+    connection->set_variable("statement_timeout", std::string("'") + kSessionStatementTimeout + "'");
+    connection->set_variable("idle_in_transaction_session_timeout",
+                             std::string("'") + kSessionIdleInTransaction + "'");
+    // The server's side of the same: a client cut mid-transaction is noticed by its keepalives.
+    connection->set_variable("tcp_keepalives_idle", "10");
+    connection->set_variable("tcp_keepalives_interval", "5");
+    connection->set_variable("tcp_keepalives_count", "3");
     connection->set_variable("search_path", connection->quote_name(options.schema));
     connection->set_variable("application_name", "'hourglass'");
     // Every statement is planned for the table as it is when it runs. By default PostgreSQL
@@ -68,8 +106,7 @@ std::unique_ptr<RetentionStore> open_retention_store(const StoreOptions& options
 }
 
 Claim JobStore::claim_due(const std::string& owner, TimePoint horizon_end, ClaimLimit limit,
-                          Milliseconds lease, std::optional<TimePoint> resend_due_before,
-                          Milliseconds takeover_after) {
+                          Milliseconds lease, std::optional<TimePoint> resend_due_before) {
     pqxx::work tx(*connection_);
     // Committed with the WAL flushed (the default synchronous_commit): a claim a PostgreSQL
     // crash undid would leave the run claimable by others while this loader publishes it.
@@ -80,8 +117,7 @@ Claim JobStore::claim_due(const std::string& owner, TimePoint horizon_end, Claim
                                        resend_due_before ? std::optional<std::string>(
                                                                format_rfc3339_ms(*resend_due_before))
                                                          : std::nullopt,
-                                       static_cast<long long>(std::min(limit.bytes, kMaxBigint)),
-                                       static_cast<long>(takeover_after.count()));
+                                       static_cast<long long>(std::min(limit.bytes, kMaxBigint)));
     tx.commit();
     Claim claim;
     claim.runs.reserve(rows.size());
@@ -200,6 +236,7 @@ ClaimStore::Heartbeat JobStore::heartbeat(const std::string& owner, Milliseconds
             beat.dead.push_back(row[0].as<std::string>());
         }
         if (!beat.dead.empty()) tx.exec_prepared("release_claims_of_owners", json(beat.dead).dump());
+        tx.exec_prepared("forget_fenced_instances");
     }
     tx.commit();
     return beat;
@@ -261,6 +298,11 @@ void JobStore::leave(const std::string& owner) {
     pqxx::work tx(*connection_);
     tx.exec_prepared("leave", owner);
     tx.commit();
+}
+
+std::string JobStore::session_setting(const std::string& name) {
+    pqxx::nontransaction tx(*connection_);
+    return tx.exec_params1("SELECT current_setting($1)", name)[0].as<std::string>();
 }
 
 std::string mask_pg_url(const std::string& url) { return mask_secrets(url); }

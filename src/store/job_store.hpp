@@ -67,8 +67,7 @@ public:
     // never observed, due and last handed over before it, to publish the same run again: the
     // broker lost them.
     Claim claim_due(const std::string& owner, TimePoint horizon_end, ClaimLimit limit,
-                    Milliseconds lease, std::optional<TimePoint> resend_due_before,
-                    Milliseconds takeover_after = kTakeoverAfter) override;
+                    Milliseconds lease, std::optional<TimePoint> resend_due_before) override;
     std::vector<ClaimedRun> claim_due(const std::string& owner, TimePoint horizon_end,
                                       std::size_t limit, Milliseconds lease) {
         return claim_due(owner, horizon_end, ClaimLimit{.runs = limit}, lease, std::nullopt).runs;
@@ -81,9 +80,9 @@ public:
     // Gives back claimed runs that were not published (shutdown), so others take them at once.
     std::vector<std::string> release_claims(const std::string& owner,
                                             const std::vector<std::string>& ids) override;
-    // Live leases (reference §6, migration 007). Records that `owner` is alive, forgets instances
-    // that have not beaten for `takeover_after` and gives their claims back (so that any
-    // instance claims them at once); returns the instances found dead.
+    // Live leases (reference §6, migrations 007 and 019). Records that `owner` is alive, fences
+    // instances that have not beaten for `takeover_after` and gives their claims back (so that
+    // any instance claims them at once); returns the instances found dead.
     void register_instance(const std::string& owner) override;
     Heartbeat heartbeat(const std::string& owner, Milliseconds takeover_after,
                         Milliseconds fresh_within) override;
@@ -98,6 +97,9 @@ public:
     void release_all_claims(const std::string& owner) override;
     // Unregisters `owner` (a clean stop).
     void leave(const std::string& owner) override;
+    // A setting of this store's session as PostgreSQL shows it (current_setting), e.g.
+    // "2s" for lock_timeout: the bounds connect() sets.
+    std::string session_setting(const std::string& name);
     // Records releases seen by the audit consumer (see ReleaseStore); releases of unknown jobs
     // are skipped, those whose rows another transaction holds are parked.
     RecordedReleases record_releases(const std::vector<ObservedRelease>& releases) override;

@@ -100,7 +100,11 @@ MigrationReport migrate_unchecked(pqxx::connection_base& connection, const std::
                                   bool dry_run, std::string& applying) {
     MigrationReport report;
     pqxx::work tx(connection);
-    // One migrator at a time, whatever the number of instances starting together.
+    // One migrator at a time, whatever the number of instances starting together; another
+    // instance's migration may take minutes (an index on a large table), so neither the wait
+    // for it nor a migration's statement is bound by the session's timeouts.
+    tx.exec("SET LOCAL lock_timeout = 0");
+    tx.exec("SET LOCAL statement_timeout = 0");
     tx.exec("SELECT pg_advisory_xact_lock(hashtext('hourglass.migrate'))");
     refuse_schema_of_another_role(tx, schema);
     const auto versions = recorded_versions(tx, schema);

@@ -20,6 +20,11 @@ struct StoreOptions {
     bool background = false;
 };
 
+// The bounds every hourglass session sets (store::connect; docs/operating.md "Stalls").
+inline constexpr const char* kSessionLockWait = "2s";
+inline constexpr const char* kSessionStatementTimeout = "300s";
+inline constexpr const char* kSessionIdleInTransaction = "60s";
+
 // The URL with its password masked, for logs.
 std::string mask_pg_url(const std::string& url);
 

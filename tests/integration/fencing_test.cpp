@@ -2,6 +2,7 @@
 // §6 "Leases", docs/architecture.md "Fencing"): an instance taken for dead, a claim whose
 // commit reply was lost, a full consumer queue that refuses a burst, a resend under a live
 // owner, and enqueued_at never after released_at.
+#include <future>
 #include <thread>
 
 #include "integration/harness.hpp"
@@ -166,6 +167,7 @@ TEST_F(Fencing, a_resend_claimed_by_a_live_instance_is_not_taken_by_another) {
     sql("INSERT INTO jobs (id, routing_key, due_at, body, properties) "
         "VALUES ('resend', 'jobs.test', now() - interval '10 seconds', '\\x00', '{}')");
     store.register_instance("a");
+    store.register_instance("b");
     ASSERT_EQ(store.claim_due("a", now_ms() + 60s, 10, 60s).size(), 1u);
     store.record_handed_over("a", {{"resend", 1, std::nullopt, true, std::nullopt}});
     const auto resend_before = now_ms() + 1h;
@@ -175,9 +177,132 @@ TEST_F(Fencing, a_resend_claimed_by_a_live_instance_is_not_taken_by_another) {
     store.heartbeat("a", 3000ms, 2000ms);
     EXPECT_TRUE(store.claim_due("b", now_ms() + 60s, store::ClaimLimit{.runs = 10}, 60s, resend_before).runs.empty())
         << "another instance took a live instance's resend";
-    // Once "a" stops beating, its resend is taken over as any claim.
+    // Once "a" stops beating, a live "b" fences it and its resend is taken over as any claim.
     sql("UPDATE instances SET heartbeat_at = now() - interval '10 seconds' WHERE id = 'a'");
+    EXPECT_EQ(store.heartbeat("b", 3000ms, 2000ms).dead, std::vector<std::string>{"a"});
     EXPECT_EQ(store.claim_due("b", now_ms() + 60s, store::ClaimLimit{.runs = 10}, 60s, resend_before).runs.size(), 1u);
+}
+
+// The ownership rule (docs/architecture.md "Ownership"): a silent instance keeps its claims
+// until a live one fences it. A stall of a few seconds made every instance look silent; the
+// claim's expired-lease path then took a burst held in memory past its lease from an owner it
+// had not fenced, whose next beat succeeded, and both released it (2,000 jobs twice).
+TEST_F(Fencing, a_silent_instance_keeps_its_claims_until_a_live_one_fences_it) {
+    store::migrate(*db_, schema_, false);
+    store::JobStore a({pg_url_, schema_});
+    store::JobStore b({pg_url_, schema_});
+    sql("INSERT INTO jobs (id, routing_key, due_at, body, properties) "
+        "VALUES ('held', 'jobs.test', now() + interval '30 seconds', '\\x00', '{}')");
+    a.register_instance("a");
+    b.register_instance("b");
+    // "a" holds it past its lease (a burst waits in memory for its instant).
+    ASSERT_EQ(a.claim_due("a", now_ms() + 60s, 10, 1ms).size(), 1u);
+    std::this_thread::sleep_for(20ms);
+    // A stall: both beats are seconds old, neither instance was fenced.
+    sql("UPDATE instances SET heartbeat_at = now() - interval '5 seconds'");
+    EXPECT_TRUE(b.claim_due("b", now_ms() + 60s, 10, 60s).empty())
+        << "took a run from an owner it had not fenced";
+    // Just back from the stall itself, "b" fences nobody.
+    EXPECT_TRUE(b.heartbeat("b", 3000ms, 2000ms).dead.empty());
+    EXPECT_TRUE(a.heartbeat("a", 3000ms, 2000ms).registered) << "the stall alone fenced it";
+    EXPECT_TRUE(b.claim_due("b", now_ms() + 60s, 10, 60s).empty());
+    // "a" goes silent for good; "b", beating, fences it and takes the run.
+    sql("UPDATE instances SET heartbeat_at = now() - interval '5 seconds' WHERE id = 'a'");
+    EXPECT_EQ(b.heartbeat("b", 3000ms, 2000ms).dead, std::vector<std::string>{"a"});
+    EXPECT_EQ(b.claim_due("b", now_ms() + 60s, 10, 60s).size(), 1u);
+    EXPECT_FALSE(a.heartbeat("a", 3000ms, 2000ms).registered) << "fenced, yet beat on";
+}
+
+// A transaction that holds an instance's registration (an operator's SELECT ... FOR UPDATE, or
+// the session of a heartbeat cut from its client) stopped every instance's heartbeat, and with
+// it every release: the takeover waited on the row it wanted to delete. Now it fences the
+// silent instance without its row's lock, and that instance's later beats fail.
+TEST_F(Fencing, a_locked_registration_never_holds_up_another_instances_heartbeat) {
+    store::migrate(*db_, schema_, false);
+    store::JobStore a({pg_url_, schema_});
+    store::JobStore b({pg_url_, schema_});
+    sql("INSERT INTO jobs (id, routing_key, due_at, body, properties) "
+        "VALUES ('locked-owner', 'jobs.test', now() + interval '30 seconds', '\\x00', '{}')");
+    a.register_instance("a");
+    b.register_instance("b");
+    ASSERT_EQ(a.claim_due("a", now_ms() + 60s, 10, 60s).size(), 1u);
+    sql("UPDATE instances SET heartbeat_at = now() - interval '5 seconds' WHERE id = 'a'");
+    pqxx::connection holder(pg_url_);
+    pqxx::work hold(holder);
+    hold.exec("SELECT 1 FROM " + hold.quote_name(schema_) + ".instances WHERE id = 'a' FOR UPDATE");
+    auto beat = std::async(std::launch::async, [&] { return b.heartbeat("b", 3000ms, 2000ms); });
+    const bool beat_ended = beat.wait_for(5s) == std::future_status::ready;
+    if (!beat_ended) hold.abort();  // else the future's destructor would wait for ever
+    ASSERT_TRUE(beat_ended) << "the heartbeat waited on the registration another transaction holds";
+    EXPECT_EQ(beat.get().dead, std::vector<std::string>{"a"});
+    EXPECT_EQ(b.claim_due("b", now_ms() + 60s, 10, 60s).size(), 1u) << "the fenced owner's run";
+    EXPECT_EQ(count("SELECT count(*) FROM instances WHERE id = 'a'"), 1) << "its row was locked";
+    hold.abort();
+    EXPECT_FALSE(a.heartbeat("a", 3000ms, 2000ms).registered) << "fenced, yet beat on";
+    // The next beat of "b" deletes the registration and the fence; "a" registers again.
+    b.heartbeat("b", 3000ms, 2000ms);
+    EXPECT_EQ(count("SELECT count(*) FROM instances WHERE id = 'a'"), 0);
+    EXPECT_EQ(count("SELECT count(*) FROM instance_fences"), 0);
+    a.register_instance("a");
+    EXPECT_TRUE(a.heartbeat("a", 3000ms, 2000ms).registered);
+}
+
+// Every hourglass session bounds its waits (docs/operating.md "Stalls"): before, none did, so
+// any statement that met a lock held by a stalled session waited without bound, and a session
+// cut mid-transaction kept its locks until TCP noticed, hours later.
+TEST_F(Fencing, every_session_bounds_its_lock_waits_statements_and_idle_transactions) {
+    store::migrate(*db_, schema_, false);
+    store::JobStore store({pg_url_, schema_});
+    // The settings of the store's own session, read through it.
+    std::string own;
+    for (const auto& name : {"lock_timeout", "statement_timeout",
+                             "idle_in_transaction_session_timeout", "tcp_keepalives_idle"}) {
+        own += std::string(own.empty() ? "" : " ") + name + "=" + store.session_setting(name);
+    }
+    EXPECT_EQ(own, "lock_timeout=2s statement_timeout=5min "
+                   "idle_in_transaction_session_timeout=1min tcp_keepalives_idle=10");
+    // A beat that meets its own registration held by another transaction fails within the
+    // bound (the thread reconnects and beats again), instead of waiting for that transaction.
+    store.register_instance("a");
+    pqxx::connection holder(pg_url_);
+    pqxx::work hold(holder);
+    hold.exec("SELECT 1 FROM " + hold.quote_name(schema_) + ".instances WHERE id = 'a' FOR UPDATE");
+    auto beat = std::async(std::launch::async, [&] { return store.heartbeat("a", 3000ms, 2000ms); });
+    const bool ended = beat.wait_for(5s) == std::future_status::ready;
+    if (!ended) hold.abort();
+    ASSERT_TRUE(ended) << "a beat waited for a lock without bound";
+    EXPECT_THROW(beat.get(), std::exception);
+}
+
+// The stall that released a held burst twice: two instances, 2,000 jobs due at one instant held
+// in memory by one of them past their lease, and 20 s before their due time a transaction
+// holds every registration for 5 s (in production: a checkpoint stall, a failover, an
+// operator's forgotten transaction). The other instance's claim took the leases of the
+// silent-but-alive owner without fencing it, and both released every job.
+TEST_F(Fencing, a_stall_of_every_heartbeat_releases_a_held_burst_once) {
+    start_hourglass({"--horizon", "60s", "--lease", "5s"});
+    start_hourglass({"--horizon", "60s", "--lease", "5s"});
+    Client receiver(amqp_url_);
+    receiver.subscribe(out_exchange(), "#");
+    constexpr int kJobs = 2000;
+    const auto due = now_ms() + 30s;
+    Client(amqp_url_).publish_all(scheduled_series("stalled-", kJobs, due));
+    ASSERT_TRUE(eventually("SELECT count(*) FROM jobs WHERE lease_owner IS NOT NULL",
+                           std::to_string(kJobs), 10s));
+    // Held past the lease (5 s + the ladder's step): the claim path sees expired leases.
+    std::this_thread::sleep_until(due - 22s);
+    {
+        pqxx::connection holder(pg_url_);
+        pqxx::work hold(holder);
+        hold.exec("SELECT 1 FROM " + hold.quote_name(schema_) + ".instances FOR UPDATE");
+        std::this_thread::sleep_for(5s);
+    }
+    std::this_thread::sleep_until(due - 1s);
+    const auto seen = per_job(receiver.drain(5000ms, 30s), "stalled-");
+    std::cout << "[every heartbeat stalled 5 s] jobs " << kJobs << ", released " << seen.size()
+              << ", duplicates " << duplicates(seen) << "\n";
+    EXPECT_EQ(seen.size(), static_cast<std::size_t>(kJobs));
+    EXPECT_EQ(duplicates(seen), 0);
 }
 
 }  // namespace

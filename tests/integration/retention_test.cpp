@@ -1,5 +1,5 @@
-// Retention (reference §8): ended one-shot jobs vanish --retention after they ended; pending,
-// enqueued and recurring jobs stay; `hourglass prune --dry-run` counts what would go.
+// Retention (reference §8): ended jobs, one-shot or recurring, vanish --retention after they
+// ended; pending, enqueued, paused and live recurring jobs stay; `hourglass prune --dry-run` counts what would go.
 #include <gmock/gmock.h>
 
 #include <thread>
@@ -16,6 +16,8 @@ using ::testing::HasSubstr;
 
 class Retention : public HourglassTest {};
 
+// Cancelled and ended recurring jobs stayed for ever: creating and cancelling cron jobs grew
+// the table without bound.
 TEST_F(Retention, released_and_cancelled_jobs_vanish_while_pending_enqueued_and_cron_stay) {
     auto& process = start_hourglass({"--retention", "2s", "--horizon", "30s"});
     Client client(amqp_url_);
@@ -29,10 +31,17 @@ TEST_F(Retention, released_and_cancelled_jobs_vanish_while_pending_enqueued_and_
     cron.properties.message_id = "cron";
     set_header(cron.properties, "x-cron", std::string("0 0 1 1 *"));
     commands.push_back(cron);
+    for (const auto* id : {"cron-cancelled", "cron-ended"}) {
+        cron.properties.message_id = id;
+        commands.push_back(cron);
+    }
     client.publish_all(commands);
     ASSERT_TRUE(eventually("SELECT count(*) FROM jobs", std::to_string(commands.size())));
     for (int i = 0; i < 5; ++i) client.publish(cancel_command("cancelled-" + std::to_string(i)));
-    ASSERT_TRUE(eventually("SELECT count(*) FROM jobs WHERE state IN ('done', 'cancelled')", "25"));
+    client.publish(cancel_command("cron-cancelled"));
+    // As its last run (--limit, --until) leaves a recurring job.
+    sql("UPDATE jobs SET state = 'done', updated_at = now() WHERE id = 'cron-ended'");
+    ASSERT_TRUE(eventually("SELECT count(*) FROM jobs WHERE state IN ('done', 'cancelled')", "27"));
     ASSERT_TRUE(eventually("SELECT state FROM jobs WHERE id = 'enqueued'", "enqueued"));
 
     // Ended rows go within seconds of being 2 s old (rounds every 5 s); the others stay.
@@ -41,7 +50,7 @@ TEST_F(Retention, released_and_cancelled_jobs_vanish_while_pending_enqueued_and_
     EXPECT_EQ(sql("SELECT string_agg(id, ',' ORDER BY id) FROM jobs")[0][0].as<std::string>(),
               "cron,enqueued,pending");
     const auto metrics = http_get(process.http_port(), "/metrics").body;
-    EXPECT_THAT(metrics, HasSubstr("hourglass_retention_rows_deleted_total 25"));
+    EXPECT_THAT(metrics, HasSubstr("hourglass_retention_rows_deleted_total 27"));
     EXPECT_THAT(metrics, HasSubstr("hourglass_jobs_table_bytes "));
     // The counters follow the deletes (hourglass.stats).
     EXPECT_TRUE(eventually("SELECT done + cancelled FROM stats", "0"));

@@ -8,6 +8,8 @@
 #include <utility>
 
 #include "integration/harness.hpp"
+#include "store/job_store.hpp"
+#include "store/migrations.hpp"
 
 namespace hourglass::testing {
 namespace {
@@ -204,6 +206,45 @@ TEST_F(ScheduleControls, cancel_by_prefix_cancels_every_pending_job_of_the_prefi
     const auto again = client.receive(30s);
     ASSERT_TRUE(again);
     EXPECT_EQ(nlohmann::json::parse(again->message.body)["count"], 0) << "nothing is cancelled twice";
+}
+
+// x-replace of a paused (or cancelled) recurring job whose run is in flight: the replace cleared
+// the lease, the in-flight run's record then changed nothing, and the new job's first run
+// took the same number, so a consumer deduplicating on x-hourglass-id + x-hourglass-run
+// dropped it. The late release of the old run also moved released_at back.
+TEST_F(ScheduleControls, a_replace_with_a_run_in_flight_never_reuses_its_number) {
+    store::migrate(*db_, schema_, false);
+    store::JobStore store({pg_url_, schema_});
+    const auto due = std::chrono::time_point_cast<Milliseconds>(now_us()) + 200ms;
+    ScheduleCommand job;
+    job.id = "replaced";
+    job.routing_key = "jobs.test";
+    job.due_at = due;
+    job.accepted_at = due - 1s;
+    job.cron = CronSpec{"* * * * *", "UTC", {}, {}};
+    store.apply(std::vector<Command>{Command{job, job.id, std::nullopt, std::nullopt}});
+    auto claimed = store.claim_due("loader", due + 1s, 10, 60s);
+    ASSERT_EQ(claimed.size(), 1u);
+    EXPECT_EQ(claimed[0].run, 1);
+    // Run 1 is published, not yet recorded; the job is paused, then replaced.
+    store.apply(std::vector<Command>{Command{PauseCommand{job.id, true}, job.id, std::nullopt, std::nullopt}});
+    job.replace = true;
+    job.body = "the new job";
+    const auto outcomes = store.apply(std::vector<Command>{Command{job, job.id, std::nullopt, std::nullopt}});
+    ASSERT_EQ(outcomes.size(), 1u);
+    ASSERT_EQ(outcomes[0].status, CommandStatus::replaced);
+    claimed = store.claim_due("loader", due + 1s, 10, 60s);
+    ASSERT_EQ(claimed.size(), 1u);
+    EXPECT_EQ(claimed[0].body, "the new job");
+    EXPECT_EQ(claimed[0].run, 2) << "the run in flight's number, reused";
+
+    // Run 2 is released, then the release of run 1 is observed late.
+    const auto at = std::chrono::time_point_cast<std::chrono::microseconds>(due);
+    store.record_releases({{job.id, 2, due, at + 60ms}});
+    store.record_releases({{job.id, 1, due, at + 20ms}});
+    EXPECT_EQ(sql("SELECT floor(extract(epoch FROM released_at - '" + format_rfc3339_ms(due) +
+                  "'::timestamptz) * 1000)::int FROM jobs WHERE id = 'replaced'")[0][0].as<int>(),
+              60) << "released_at moved back to an earlier run's release";
 }
 
 }  // namespace

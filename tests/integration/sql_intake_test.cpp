@@ -87,6 +87,41 @@ TEST_F(SqlIntake, hostile_rows_are_rejected_with_their_reason_and_hold_up_nothin
     EXPECT_EQ(count("SELECT count(*) FROM commands"), 0);
 }
 
+// A value AMQP cannot carry (a short string over 255 bytes, a header name over 255 bytes at
+// any depth) was scheduled from SQL: the loader could not publish it (rabbitmq-c refused the
+// property; the long name made the broker close the connection) and one such row stopped
+// every release. The AMQP door never lets one in; the SQL door now rejects it at intake.
+TEST_F(SqlIntake, values_amqp_cannot_carry_are_rejected_at_intake_and_releases_go_on) {
+    start_hourglass();
+    Client client(amqp_url_);
+    client.subscribe(out_exchange(), "poison.#");
+    const std::string long_name(300, 'n');
+    transaction({"INSERT INTO commands (routing_key, properties, headers) VALUES "
+                 "('poison.bad', '{\"content_type\": \"" + std::string(300, 'c') + "\"}', "
+                 "'{\"x-delay\": 500}'), "
+                 "('poison.bad', '{}', '{\"x-delay\": 500, \"" + long_name + "\": 1}'), "
+                 "('poison.bad', '{}', '{\"x-delay\": 500, \"t\": {\"" + long_name + "\": 1}}'), "
+                 "('poison.bad', '{}', '{\"x-delay\": 500, \"a\": [{\"" + long_name + "\": 1}]}'), "
+                 "('poison.good', '{\"message_id\": \"after-poison\"}', '{\"x-delay\": 1500}')"},
+                /*commit=*/true);
+    ASSERT_TRUE(eventually("SELECT count(*) FROM command_receipts", "5"));
+    const auto receipts = sql("SELECT status, COALESCE(error, '') FROM command_receipts ORDER BY command_id");
+    const std::vector<std::string> reasons = {"properties.content_type: 300 bytes",
+                                              "headers: a name of 300 bytes",
+                                              "headers.t: a name of 300 bytes",
+                                              "headers.a: a name of 300 bytes"};
+    for (std::size_t i = 0; i < reasons.size(); ++i) {
+        EXPECT_EQ(receipts[i][0].as<std::string>(), "rejected") << i;
+        EXPECT_NE(receipts[i][1].as<std::string>().find(reasons[i]), std::string::npos)
+            << receipts[i][1].as<std::string>();
+        EXPECT_NE(receipts[i][1].as<std::string>().find("255"), std::string::npos);
+    }
+    EXPECT_EQ(receipts[4][0].as<std::string>(), "scheduled");
+    const auto released = client.receive(10s);
+    ASSERT_TRUE(released) << processes_.back()->log_tail();
+    EXPECT_EQ(string_header(released->message, "x-hourglass-id"), "after-poison");
+}
+
 // Each take commits the jobs, the receipts and the deletion together: killed while taking
 // 20,000 commands without ids (each would get a new generated id if taken twice), hourglass
 // leaves exactly one job and one receipt per command once restarted.

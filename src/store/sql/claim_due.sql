@@ -1,7 +1,10 @@
 -- The claim (JobStore::claim_due): leases to $1 for $4 ms the earliest runs due by $2 that are
 -- its to take, $3 at most and within $6 bytes, and returns what their release needs.
--- $5: runs handed over but unobserved since before it are re-sent (NULL: never);
--- $7: an instance silent this many ms is taken for dead (takeover_after).
+-- $5: runs handed over but unobserved since before it are re-sent (NULL: never).
+-- The ownership rule (docs/architecture.md "Ownership"): a run leased to another instance is
+-- taken only once that instance is fenced or gone (forget_dead_instances, leave), never for
+-- its silence alone: a silent instance may beat again, and it publishes what it holds until
+-- it learns of a fence.
 --
 -- A candidate run: its id, due time and bytes (body and properties as stored; neither is
 -- read for it, their sizes are in their headers).
@@ -9,14 +12,17 @@ WITH fresh AS (
   SELECT id, due_at, octet_length(body) + pg_column_size(properties) AS bytes FROM jobs
   WHERE state = 'pending' AND lease_owner IS NULL
     AND due_at <= $2 ORDER BY due_at LIMIT $3 FOR UPDATE SKIP LOCKED),
--- A lease past lease_until whose owner has not beaten for $7 ms (migration 007): a live
--- owner's claims never expire under it.
+-- A lease past lease_until whose owner is fenced or gone (migrations 007, 019): the runs its
+-- takeover passed by because another transaction held their rows. A registered, unfenced
+-- owner's claims never expire.
+owners AS (
+  SELECT i.id FROM instances i
+  WHERE NOT EXISTS (SELECT 1 FROM instance_fences f WHERE f.id = i.id)),
 expired AS (
   SELECT id, due_at, octet_length(body) + pg_column_size(properties) AS bytes FROM jobs j
   WHERE lease_owner IS NOT NULL AND lease_until < now()
     AND lease_owner <> $1 AND state = 'pending'
-    AND NOT EXISTS (SELECT 1 FROM instances i WHERE i.id = j.lease_owner
-                    AND i.heartbeat_at >= now() - $7 * interval '1 millisecond')
+    AND lease_owner NOT IN (SELECT id FROM owners)
   ORDER BY lease_until LIMIT $3 FOR UPDATE SKIP LOCKED),
 -- One-shot runs handed over but not observed long after they were due (and after they were
 -- last handed over): the broker lost them (see resend_due_before). NULL $5 turns this off.
@@ -30,8 +36,7 @@ unobserved AS (
     -- A resend claimed by a live owner stays its own however long its publish takes (a
     -- memory alarm), as any claim.
     AND (lease_owner IS NULL OR (lease_until < now() AND lease_owner <> $1
-         AND NOT EXISTS (SELECT 1 FROM instances i WHERE i.id = u.lease_owner
-                         AND i.heartbeat_at >= now() - $7 * interval '1 millisecond')))
+         AND lease_owner NOT IN (SELECT id FROM owners)))
     AND NOT EXISTS (SELECT 1 FROM parked_releases p
                     WHERE p.job_id = u.id AND p.run = u.runs)
     AND NOT EXISTS (SELECT 1 FROM parked_releases p

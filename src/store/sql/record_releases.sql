@@ -8,10 +8,15 @@
 -- statement updates a row once.
 WITH x AS (SELECT * FROM jsonb_to_recordset($1::jsonb) AS x(id text, run integer,
     due_ms bigint, released_us bigint)),
-observed AS (UPDATE jobs j SET released_at = to_timestamp(x.released_us / 1000000.0),
+-- The release of an earlier run than the one recorded (observed late) leaves released_at and
+-- lateness_ms to the later run: they never move back.
+observed AS (UPDATE jobs j SET released_at = CASE WHEN x.run >= COALESCE(j.released_run, 0)
+    THEN to_timestamp(x.released_us / 1000000.0) ELSE j.released_at END,
   released_run = GREATEST(COALESCE(j.released_run, 0), x.run),
-  lateness_ms = extract(epoch FROM to_timestamp(x.released_us / 1000000.0) -
-                GREATEST(to_timestamp(x.due_ms / 1000.0), j.accepted_at)) * 1000,
+  lateness_ms = CASE WHEN x.run >= COALESCE(j.released_run, 0)
+    THEN extract(epoch FROM to_timestamp(x.released_us / 1000000.0) -
+                 GREATEST(to_timestamp(x.due_ms / 1000.0), j.accepted_at)) * 1000
+    ELSE j.lateness_ms END,
   state = CASE WHEN j.state = 'enqueued' AND j.runs <= x.run THEN 'done'
                ELSE j.state END, updated_at = now()
   FROM x WHERE j.id = x.id RETURNING j.lateness_ms),

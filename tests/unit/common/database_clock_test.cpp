@@ -28,8 +28,10 @@ TEST(DatabaseClock, follows_the_offset_it_is_given_in_both_precisions) {
     const auto read_us = clock.now_us();
     const auto read_ms = clock.now_ms();
     const auto after = now_us();
-    EXPECT_GE(read_us, before - 90s);
-    EXPECT_LE(read_us, after - 90s);
+    // To the microsecond: it runs on the monotonic clock from when it followed (below), each
+    // clock cut to the microsecond on its own.
+    EXPECT_GE(read_us, before - 90s - 1us);
+    EXPECT_LE(read_us, after - 90s + 1us);
     EXPECT_GE(read_ms, std::chrono::floor<Milliseconds>(before - 90s));
     EXPECT_LE(read_ms, after - 90s);
 
@@ -44,6 +46,23 @@ TEST(DatabaseClock, one_clock_shared_is_followed_by_every_holder) {
     clock->follow(1h);
     EXPECT_EQ(reader->offset(), 1h);
     EXPECT_GE(reader->now_ms(), std::chrono::floor<Milliseconds>(now_us()) + 59min);
+}
+
+// A step of the host's clock between two measurements moves nothing: the clock runs on the
+// monotonic clock from the last measurement. Before, a forward step released runs up to the
+// step early until the next heartbeat measured it away.
+TEST(DatabaseClock, runs_on_the_monotonic_clock_between_measurements) {
+    DatabaseClock clock;
+    const auto system = std::chrono::time_point_cast<std::chrono::microseconds>(
+        std::chrono::sys_days{std::chrono::year{2026} / 12 / 6});
+    const std::chrono::steady_clock::time_point steady{std::chrono::hours{100}};
+    clock.follow(250ms, system, steady);
+    EXPECT_EQ(clock.now_us_at(steady), system + 250ms);
+    EXPECT_EQ(clock.now_us_at(steady + 1500ms), system + 1750ms);
+    // The host's clock stepped 5 s ahead meanwhile: the next measurement says 5 s less.
+    clock.follow(250ms - 5s, system + 2s + 5s, steady + 2s);
+    EXPECT_EQ(clock.now_us_at(steady + 2s), system + 2250ms);
+    EXPECT_EQ(clock.offset(), 250ms - 5s);
 }
 
 }  // namespace

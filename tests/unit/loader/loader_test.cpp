@@ -142,8 +142,7 @@ public:
     }
     // Like JobStore::claim_due: within the limit of runs and bytes, the first run always.
     store::Claim claim_due(const std::string& owner, TimePoint horizon_end, store::ClaimLimit limit,
-                           Milliseconds, std::optional<TimePoint> resend_due_before,
-                           Milliseconds) override {
+                           Milliseconds, std::optional<TimePoint> resend_due_before) override {
         std::unique_lock lock(db_.mutex);
         db_.claims_opened.wait(lock, [&] { return !db_.claims_allowed || db_.claims < *db_.claims_allowed; });
         db_.check_reachable();
@@ -297,6 +296,8 @@ struct FakeBroker {
         forward_ladder_unstalled.notify_all();
     }
     int publishes_to_missing_exchanges = 0;
+    // Runs before each publish, outside the broker's lock (a publish held up by flow control).
+    std::function<void()> before_publish;
 
     void answer_next(std::initializer_list<Answer> answers) {
         std::lock_guard lock(mutex);
@@ -312,6 +313,7 @@ class FakeChannel final : public ReleaseChannel {
 public:
     FakeChannel(FakeBroker& broker, std::function<Micros()> now) : broker_(broker), now_(std::move(now)) {}
     std::uint64_t publish(const Message& message) override {
+        if (broker_.before_publish) broker_.before_publish();
         std::lock_guard lock(broker_.mutex);
         auto answer = FakeBroker::Answer::ack;
         if (!broker_.next_answers.empty()) {
@@ -925,6 +927,33 @@ TEST_F(LoaderTest, stops_publishing_while_heartbeats_fail_and_keeps_its_claims_i
     const auto publishes = broker.publishes();
     ASSERT_EQ(publishes.size(), 2u);
     EXPECT_GT(publishes[1].at, silent_from + 1200ms);
+}
+
+// The ownership rule is checked before every publish, not once a batch: a publish held up past
+// the publish grace (the broker's flow control, a pause of the process) while the heartbeat
+// fails must not let the rest of its batch go, since another instance may have taken it by
+// then. Before, all 20 runs of the batch were published.
+TEST_F(LoaderTest, a_publish_held_up_past_the_grace_withholds_the_rest_of_its_batch) {
+    for (int i = 0; i < 20; ++i) db.add("batch-" + std::to_string(i), in(300ms));
+    std::atomic<int> publishes{0};
+    broker.before_publish = [&] {
+        if (publishes++ != 0) return;
+        db.read([](FakeDatabase& d) { return d.heartbeats_fail = true; });
+        std::this_thread::sleep_for(400ms);  // publish_grace is 150 ms
+    };
+    start(options());
+    ASSERT_TRUE(eventually([&] { return publishes.load() >= 1; }));
+    std::this_thread::sleep_for(600ms);
+    EXPECT_EQ(broker.publishes().size(), 1u) << "published after its grace ran out";
+    EXPECT_EQ(metric("hourglass_publishes_withheld_total"), 19);
+
+    // Beating again (nobody took it over), it claims the runs given back and publishes each once.
+    db.read([](FakeDatabase& d) { return d.heartbeats_fail = false; });
+    ASSERT_TRUE(eventually([&] { return db.handed_over() == 20; }, 5s));
+    std::map<std::string, int> publishes_per_run;
+    for (const auto& publish : broker.publishes()) ++publishes_per_run[header_text(publish.message, header::kId)];
+    EXPECT_EQ(publishes_per_run.size(), 20u);
+    for (const auto& [id, count] : publishes_per_run) EXPECT_EQ(count, 1) << id;
 }
 
 // Fencing (issue: an instance taken for dead kept publishing): another instance deletes this
@@ -1687,6 +1716,25 @@ TEST_F(LoaderInsertClaims, a_run_claimed_at_insert_is_handed_over_on_time_withou
     EXPECT_LE(released_at(publishes[0]), due + 500ms);  // loose: CI machines are busy
     EXPECT_EQ(publishes[0].message.body, "body of fresh");
     EXPECT_EQ(metric("hourglass_runs_claimed_at_insert_total"), 1);
+}
+
+// Runs leased under an offer ingest has not ended yet (the first part of its batch committed,
+// a later part waiting for a locked row) are not orphans, however long the wait: given back,
+// they were claimed and published, and published again once ingest handed them over.
+TEST_F(LoaderInsertClaims, runs_leased_under_an_offer_still_open_are_never_taken_for_orphans) {
+    start(options());  // orphan age 300 ms, a reconciliation every 50 ms
+    const auto offer = offer_when_open();
+    ASSERT_TRUE(offer);
+    const auto due = in(1500ms);
+    db.add(run_due("first-part", due), offer->owner);
+    std::this_thread::sleep_for(800ms);
+    EXPECT_TRUE(db.read([](const FakeDatabase& d) { return d.orphans_released.empty(); }))
+        << "given back while ingest still held its offer";
+    loader->adopt_insert_claims(*offer, {run_due("first-part", due)});
+    ASSERT_TRUE(eventually([&] { return db.handed_over() == 1; }));
+    std::this_thread::sleep_for(300ms);
+    EXPECT_EQ(broker.publishes().size(), 1u);
+    EXPECT_TRUE(db.read([](const FakeDatabase& d) { return d.orphans_released.empty(); }));
 }
 
 // The room an open offer reserves is not claimed meanwhile, and an offer never exceeds what the

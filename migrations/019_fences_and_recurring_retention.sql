@@ -17,3 +17,13 @@ COMMENT ON TABLE instance_fences IS
 -- run, is deleted like an ended one-shot job. Recurring jobs are few: this index is small.
 CREATE INDEX IF NOT EXISTS jobs_ended_recurring_at ON jobs (updated_at)
     WHERE state IN ('done', 'cancelled') AND cron IS NOT NULL;
+
+-- Leadership (the SQL intake, retention) by a row lock on this table, which only hourglass's
+-- role may take (SELECT ... FOR UPDATE needs UPDATE on it): an advisory lock has no owner, and
+-- any role that could connect could hold one and silently stop the intake or the pruning.
+CREATE TABLE IF NOT EXISTS leader_locks (
+    name text PRIMARY KEY
+);
+COMMENT ON TABLE leader_locks IS
+    'one row per task that one instance at a time runs; its leader holds the row locked';
+INSERT INTO leader_locks (name) VALUES ('sql_intake'), ('prune') ON CONFLICT DO NOTHING;

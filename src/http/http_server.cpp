@@ -74,6 +74,13 @@ bool HostPolicy::allows(std::string_view host_header) const {
                        [&](const std::string& name) { return equal_ignoring_case(host, name); });
 }
 
+std::optional<int> refused_body_status(bool has_transfer_encoding,
+                                       std::optional<std::uint64_t> content_length) {
+    if (has_transfer_encoding) return 411;  // Length Required
+    if (content_length && *content_length > kMaxRequestBodyBytes) return 413;  // Content Too Large
+    return std::nullopt;
+}
+
 HttpServer::HttpServer(const ListenAddress& address, Endpoints endpoints)
     : server_(std::make_unique<httplib::Server>()) {
     // A scrape or a probe is tiny; the console's requests take one database connection in
@@ -85,18 +92,38 @@ HttpServer::HttpServer(const ListenAddress& address, Endpoints endpoints)
         const int yes = 1;
         setsockopt(socket, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
     });
-    // Checked before any route, so that no endpoint answers a rebound name.
+    // Bounds on what a client holds: a body's size (below, and for a declared length here too),
+    // and each read and write of a request.
+    server_->set_payload_max_length(kMaxRequestBodyBytes);
+    server_->set_read_timeout(kRequestIoTimeoutSeconds, 0);
+    server_->set_write_timeout(kRequestIoTimeoutSeconds, 0);
+    // Checked before any route, and before a body is read: no endpoint answers a rebound name,
+    // and no body of unbounded size is read into memory.
     server_->set_pre_routing_handler(
         [policy = HostPolicy{address.host, endpoints.allowed_hosts}](
             const httplib::Request& request, httplib::Response& response) {
-            if (policy.allows(request.get_header_value("Host"))) {
-                return httplib::Server::HandlerResponse::Unhandled;
+            if (!policy.allows(request.get_header_value("Host"))) {
+                response.status = 421;  // Misdirected Request
+                response.set_content("this endpoint does not answer for that Host; allow the name "
+                                     "with --http-allow-host\n",
+                                     "text/plain; charset=utf-8");
+                return httplib::Server::HandlerResponse::Handled;
             }
-            response.status = 421;  // Misdirected Request
-            response.set_content("this endpoint does not answer for that Host; allow the name "
-                                 "with --http-allow-host\n",
-                                 "text/plain; charset=utf-8");
-            return httplib::Server::HandlerResponse::Handled;
+            const auto length = request.has_header("Content-Length")
+                                    ? std::optional<std::uint64_t>(
+                                          request.get_header_value<std::uint64_t>("Content-Length"))
+                                    : std::nullopt;
+            if (const auto status =
+                    refused_body_status(request.has_header("Transfer-Encoding"), length)) {
+                response.status = *status;
+                response.set_header("Connection", "close");
+                response.set_content("a request body holds at most " +
+                                         std::to_string(kMaxRequestBodyBytes) +
+                                         " bytes, with a Content-Length\n",
+                                     "text/plain; charset=utf-8");
+                return httplib::Server::HandlerResponse::Handled;
+            }
+            return httplib::Server::HandlerResponse::Unhandled;
         });
     server_->Get("/metrics", [metrics = endpoints.metrics](const httplib::Request&,
                                                            httplib::Response& response) {

@@ -6,6 +6,7 @@
 // What the endpoints answer comes from functions given at construction, called per request.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -38,6 +39,17 @@ struct HostPolicy {
     std::vector<std::string> allowed_names;
     bool allows(std::string_view host_header) const;
 };
+
+// What a request may carry: the console's API takes bodies of a few hundred bytes.
+inline constexpr std::size_t kMaxRequestBodyBytes = 64 * 1024;
+// How long the server waits for each read or write of a request or response.
+inline constexpr int kRequestIoTimeoutSeconds = 5;
+
+// The status a request is refused with before a byte of its body is read, or nothing: 411 for a
+// body of unknown length (Transfer-Encoding: a chunked body is read whole before a handler could
+// refuse it), 413 for a declared length over kMaxRequestBodyBytes.
+std::optional<int> refused_body_status(bool has_transfer_encoding,
+                                       std::optional<std::uint64_t> content_length);
 
 struct Endpoints {
     std::function<std::string()> metrics;                           // body of /metrics

@@ -4,8 +4,8 @@
 // connection runs rounds: each round deletes batches of at most `batch` rows (oldest first, SKIP
 // LOCKED, bounded in time) with a pause between them, a steady pace that never competes with ingest
 // and claims for long, until a batch comes back short; then it waits `interval`. One instance per
-// schema prunes at a time (an advisory lock); the others find the lock taken and wait for the next
-// round.
+// schema prunes at a time (a row of `leader_locks`, which only its role can lock); the others
+// find it taken and wait for the next round.
 #pragma once
 
 #include <functional>

@@ -27,6 +27,24 @@ std::set<std::string> recorded_versions(pqxx::transaction_base& tx, const std::s
 // gives up soon and says why, rather than stall them all for as long as an operator's
 // transaction stays open.
 constexpr const char* kLockWait = "3s";
+// How long a start waits for another session's migration before it says so and tries again
+// later (`hourglass run` retries with a growing pause, unready meanwhile).
+constexpr const char* kMigrationLockWait = "10s";
+
+// The migration lock: schema_migrations itself, in a mode that conflicts with itself and that
+// only a role allowed to change that table may take (LOCK TABLE ... SHARE ROW EXCLUSIVE needs
+// UPDATE, DELETE or TRUNCATE on it), so that readers never wait and no other role can stop
+// every start, as it could by holding an advisory lock. A schema not yet migrated has no such
+// table: its first migration takes the advisory lock.
+void take_migration_lock(pqxx::work& tx, const std::string& schema) {
+    tx.exec(std::string("SET LOCAL lock_timeout = '") + kMigrationLockWait + "'");
+    const auto table = tx.quote_name(schema) + ".schema_migrations";
+    if (tx.exec_params1("SELECT to_regclass($1) IS NOT NULL", table)[0].as<bool>()) {
+        tx.exec("LOCK TABLE " + table + " IN SHARE ROW EXCLUSIVE MODE");
+    } else {
+        tx.exec("SELECT pg_advisory_xact_lock(hashtext('hourglass.migrate'))");
+    }
+}
 
 MigrationReport migrate_unchecked(pqxx::connection_base& connection, const std::string& schema,
                                   bool dry_run, std::string& applying);
@@ -69,6 +87,13 @@ MigrationReport migrate(pqxx::connection_base& connection, const std::string& sc
                                  " (the role lacks a privilege: see docs/operating.md \"Permissions\")");
     } catch (const pqxx::sql_error& error) {
         if (error.sqlstate() != "55P03") throw;  // lock_not_available
+        if (applying.empty()) {
+            throw MigrationBlocked("PostgreSQL: waited " + std::string(kMigrationLockWait) +
+                                   " for the migration lock of schema " + schema +
+                                   " (another instance migrating, or a transaction holding "
+                                   "its schema_migrations); nothing was applied." +
+                                   open_transactions(connection) + " Trying again later");
+        }
         throw MigrationBlocked("PostgreSQL: migration " + applying + " waited " + kLockWait +
                                " for a lock another transaction holds on schema " + schema +
                                "; nothing was applied." + open_transactions(connection) +
@@ -100,12 +125,11 @@ MigrationReport migrate_unchecked(pqxx::connection_base& connection, const std::
                                   bool dry_run, std::string& applying) {
     MigrationReport report;
     pqxx::work tx(connection);
-    // One migrator at a time, whatever the number of instances starting together; another
-    // instance's migration may take minutes (an index on a large table), so neither the wait
-    // for it nor a migration's statement is bound by the session's timeouts.
-    tx.exec("SET LOCAL lock_timeout = 0");
+    // One migrator at a time, whatever the number of instances starting together. A migration
+    // may take minutes (an index on a large table): its statements are not bound by the
+    // session's statement_timeout.
     tx.exec("SET LOCAL statement_timeout = 0");
-    tx.exec("SELECT pg_advisory_xact_lock(hashtext('hourglass.migrate'))");
+    take_migration_lock(tx, schema);
     refuse_schema_of_another_role(tx, schema);
     const auto versions = recorded_versions(tx, schema);
     for (const auto& migration : embedded_migrations()) {

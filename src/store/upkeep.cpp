@@ -110,8 +110,7 @@ std::optional<std::size_t> JobStore::prune_ended(Milliseconds retention, std::si
     // Bounded work per batch, and never a long wait for a lock held by ingest or a claim.
     tx.exec("SET LOCAL statement_timeout = '5s'");
     tx.exec("SET LOCAL lock_timeout = '1s'");
-    const auto locked = tx.exec1(
-        "SELECT pg_try_advisory_xact_lock(hashtext('hourglass.prune.' || current_schema()))");
+    const auto locked = tx.exec_prepared1("prune_lock");
     if (!locked[0].as<bool>()) return std::nullopt;
     const auto result = tx.exec_prepared("prune_ended", static_cast<long>(retention.count()),
                                          static_cast<long>(limit));

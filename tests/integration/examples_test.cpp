@@ -37,7 +37,8 @@ protected:
         const auto schema = db_->quote_name(schema_);
         const auto role = db_->quote_name(app_role_);
         sql("GRANT USAGE ON SCHEMA " + schema + " TO " + role);
-        sql("GRANT INSERT, SELECT (id) ON " + schema + ".commands TO " + role);
+        sql("GRANT INSERT (routing_key, body, properties, headers), SELECT (id) ON " + schema +
+            ".commands TO " + role);
         sql("GRANT SELECT ON " + schema + ".command_receipts TO " + role);
         return "HOURGLASS_PG_URL='" + with_user(pg_url_, app_role_, "secret-" + app_role_) +
                "' HOURGLASS_SCHEMA='" + schema_ + "' ";

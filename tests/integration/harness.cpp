@@ -155,8 +155,11 @@ std::vector<std::string> lines_of(const std::string& text) {
     return lines;
 }
 
-HttpAnswer http_get(int port, const std::string& path) {
-    return http_request(port, [&](httplib::Client& client) { return client.Get(path.c_str()); });
+HttpAnswer http_get(int port, const std::string& path,
+                    const std::vector<std::pair<std::string, std::string>>& headers) {
+    return http_request(port, [&](httplib::Client& client) {
+        return client.Get(path.c_str(), httplib::Headers(headers.begin(), headers.end()));
+    });
 }
 
 std::string with_user(const std::string& url, const std::string& user, const std::string& password) {

@@ -62,7 +62,8 @@ struct HttpAnswer {
     std::string body;
     std::string content_type;
 };
-HttpAnswer http_get(int port, const std::string& path);
+HttpAnswer http_get(int port, const std::string& path,
+                    const std::vector<std::pair<std::string, std::string>>& headers = {});
 // Polls `condition` every 100 ms until it holds or `timeout` passes.
 bool wait_for(const std::function<bool()>& condition, std::chrono::milliseconds timeout);
 // `url` (user:password@host...) with its user and password replaced.

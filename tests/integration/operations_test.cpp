@@ -274,6 +274,45 @@ std::vector<ThreadInfo> threads_of(pid_t pid) {
     return threads;
 }
 
+// The compose stack as its user runs it: hourglass with the compose file's environment
+// (docker-compose config, compose/env.example), scraped as its Prometheus scrapes it, with the
+// Host of monitoring/prometheus/prometheus.yml's target. The Host check refused that name
+// (421), and monitoring in compose was broken with no test to notice.
+TEST_F(Operations, the_compose_stack_s_prometheus_can_scrape_hourglass) {
+    const auto root = source_dir();
+    const auto config = run_shell(
+        "cd '" + root + "' && docker-compose --env-file compose/env.example -f "
+        "compose/docker-compose.yml config | python3 -c 'import json, sys, yaml; "
+        "c = yaml.safe_load(sys.stdin); print(json.dumps({\"env\": "
+        "c[\"services\"][\"hourglass\"][\"environment\"]}))' && python3 -c 'import json, "
+        "yaml; c = yaml.safe_load(open(\"monitoring/prometheus/prometheus.yml\")); "
+        "print(json.dumps({\"targets\": [t for j in c[\"scrape_configs\"] if "
+        "j[\"job_name\"] == \"hourglass\" for s in j[\"static_configs\"] for t in "
+        "s[\"targets\"]]}))'");
+    ASSERT_EQ(config.exit_code, 0) << config.output;
+    const auto lines = lines_of(config.output);
+    ASSERT_EQ(lines.size(), 2u) << config.output;
+    const auto environment = nlohmann::json::parse(lines[0])["env"];
+    const auto targets = nlohmann::json::parse(lines[1])["targets"];
+    ASSERT_FALSE(targets.empty());
+    // The compose file's settings, but this test's broker, database, names and port: the
+    // container's address (0.0.0.0) is the loopback here.
+    std::vector<std::string> names;
+    for (const auto& [name, value] : environment.items()) {
+        if (name == "HOURGLASS_AMQP_URL" || name == "HOURGLASS_PG_URL" || name == "HOURGLASS_HTTP") continue;
+        setenv(name.c_str(), value.get<std::string>().c_str(), 1);
+        names.push_back(name);
+    }
+    auto& process = start_hourglass();
+    for (const auto& name : names) unsetenv(name.c_str());
+    wait_until_ready(process);
+    for (const auto& target : targets) {
+        const auto scraped = http_get(process.http_port(), "/metrics", {{"Host", target.get<std::string>()}});
+        EXPECT_EQ(scraped.status, 200) << target << ": " << scraped.body;
+        EXPECT_NE(scraped.body.find("hourglass_"), std::string::npos);
+    }
+}
+
 // `top -H`, `perf` and /proc tell the pipeline's threads apart by name.
 TEST_F(Operations, names_its_threads_after_the_pipeline_stages) {
     auto& process = start_hourglass();

@@ -275,7 +275,8 @@ TEST_F(Permissions, an_application_role_with_the_documented_grants_schedules_fro
     const auto schema = db_->quote_name(schema_);
     const auto role = db_->quote_name(app);
     sql("GRANT USAGE ON SCHEMA " + schema + " TO " + role);
-    sql("GRANT INSERT, SELECT (id) ON " + schema + ".commands TO " + role);
+    sql("GRANT INSERT (routing_key, body, properties, headers), SELECT (id) ON " + schema +
+            ".commands TO " + role);
     sql("GRANT SELECT ON " + schema + ".command_receipts TO " + role);
 
     pqxx::connection connection(url);
@@ -305,7 +306,10 @@ TEST_F(Permissions, an_application_role_with_the_documented_grants_schedules_fro
     for (const auto& forbidden :
          {"SELECT count(*) FROM " + schema + ".jobs", "SELECT body FROM " + schema + ".commands",
           "DELETE FROM " + schema + ".commands", "UPDATE " + schema + ".command_receipts SET status = 'x'",
-          "DELETE FROM " + schema + ".command_receipts"}) {
+          "DELETE FROM " + schema + ".command_receipts",
+          // A command id of its choosing: a receipt planted for another application's command.
+          "INSERT INTO " + schema + ".commands (id, routing_key) OVERRIDING SYSTEM VALUE "
+          "VALUES (999999, 'app.planted')"}) {
         pqxx::work tx(connection);
         try {
             tx.exec(forbidden);
@@ -313,6 +317,40 @@ TEST_F(Permissions, an_application_role_with_the_documented_grants_schedules_fro
         } catch (const pqxx::insufficient_privilege&) {
         }
     }
+}
+
+// A role that may only connect held hourglass's advisory locks (fixed, public keys): the
+// migration lock made every start hang without a word, the intake's stopped the SQL intake and
+// the pruner's stopped retention. Leadership is now a row lock only hourglass's role can take,
+// and the migration lock a table lock of the same kind.
+TEST_F(Permissions, no_other_role_can_take_the_locks_hourglass_coordinates_with) {
+    {
+        auto& first = start_hourglass();  // migrates the schema
+        wait_until_ready(first);
+        EXPECT_EQ(first.terminate(), 0);
+    }
+    pqxx::connection outsider(pg_role(schema_ + "_locker"));
+    {
+        pqxx::nontransaction locks(outsider);  // session locks: held until the connection ends
+        for (const auto& key : {std::string("hourglass.migrate"), "hourglass.sql_intake." + schema_,
+                                "hourglass.prune." + schema_}) {
+            locks.exec("SELECT pg_advisory_lock(hashtext(" + locks.quote(key) + "))");
+        }
+    }
+    for (const auto& statement :
+         {"SELECT 1 FROM " + db_->quote_name(schema_) + ".leader_locks FOR UPDATE",
+          "LOCK TABLE " + db_->quote_name(schema_) + ".schema_migrations IN SHARE ROW EXCLUSIVE MODE"}) {
+        pqxx::work tx(outsider);
+        EXPECT_THROW(tx.exec(statement), pqxx::insufficient_privilege) << statement;
+    }
+
+    auto& process = start_hourglass({"--retention", "1s"});
+    wait_until_ready(process);
+    sql("INSERT INTO commands (routing_key, properties, headers) VALUES "
+        "('locks.k', '{\"message_id\": \"locks-1\"}', '{\"x-delay\": 600000}')");
+    EXPECT_TRUE(eventually("SELECT status FROM command_receipts", "scheduled")) << process.log_tail();
+    Client(amqp_url_).publish(cancel_command("locks-1"));
+    EXPECT_TRUE(eventually("SELECT count(*) FROM jobs", "0", 20s)) << "retention stopped";
 }
 
 // Migration 005: the SECURITY DEFINER functions of the counters have an explicit search_path and

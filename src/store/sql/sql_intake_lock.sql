@@ -1,2 +1,4 @@
--- One taker of the SQL intake per schema, so that a job's commands keep their order.
-SELECT pg_try_advisory_xact_lock(hashtext('hourglass.sql_intake.' || current_schema()))
+-- Leadership of the SQL intake for this transaction (migration 019): true when this session
+-- holds the row, false when another instance does. Only hourglass's role can lock it.
+SELECT count(*) = 1 FROM (SELECT 1 FROM leader_locks WHERE name = 'sql_intake'
+                          FOR UPDATE SKIP LOCKED) held

@@ -6,7 +6,13 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <chrono>
 
 #include "common/metrics.hpp"
 
@@ -148,6 +154,77 @@ TEST_F(HttpServerTest, a_request_for_another_host_name_is_refused_on_every_path)
     const auto answered = client_.Get("/healthz", {{"Host", "localhost:9464"}});
     ASSERT_TRUE(answered);
     EXPECT_EQ(answered->status, 200);
+}
+
+TEST(RefusedBodyStatus, a_body_of_unknown_or_excessive_length_is_refused_before_it_is_read) {
+    EXPECT_EQ(refused_body_status(true, std::nullopt), 411);
+    EXPECT_EQ(refused_body_status(true, 10), 411);
+    EXPECT_EQ(refused_body_status(false, kMaxRequestBodyBytes + 1), 413);
+    EXPECT_EQ(refused_body_status(false, kMaxRequestBodyBytes), std::nullopt);
+    EXPECT_EQ(refused_body_status(false, std::nullopt), std::nullopt);
+}
+
+// Sends `head`, then up to `body_bytes` of body (as long as the server reads), and returns the
+// status line of the answer, "" if none came.
+std::string raw_exchange(int port, const std::string& head, std::size_t body_bytes) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(static_cast<std::uint16_t>(port));
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+        ::close(fd);
+        return "";
+    }
+    timeval timeout{5, 0};
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+    ::send(fd, head.data(), head.size(), MSG_NOSIGNAL);
+    const std::string chunk = "10000\r\n" + std::string(0x10000, 'x') + "\r\n";
+    for (std::size_t sent = 0; sent < body_bytes; sent += 0x10000) {
+        if (::send(fd, chunk.data(), chunk.size(), MSG_NOSIGNAL) < 0) break;  // closed on us
+    }
+    char answer[256] = {};
+    const auto got = ::recv(fd, answer, sizeof answer - 1, 0);
+    ::close(fd);
+    if (got <= 0) return "";
+    const std::string text(answer, static_cast<std::size_t>(got));
+    return text.substr(0, text.find("\r\n"));
+}
+
+// A POST with a chunked body of 64 MB to a route of the console's kind: read whole into memory
+// before any handler could refuse it (a 300 MB one grew hourglass to 608 MB). Now refused
+// before its body is read.
+TEST(HttpServer, a_request_body_of_unknown_or_excessive_length_is_refused_unread) {
+    std::atomic<int> handled{0};
+    const HttpServer server(
+        {"127.0.0.1", 0},
+        Endpoints{[] { return std::string(); }, [] { return std::optional<std::string>(); },
+                  [&](httplib::Server& routes) {
+                      routes.Post("/api/cancel", [&](const httplib::Request&, httplib::Response& r) {
+                          ++handled;
+                          r.set_content("ok", "text/plain");
+                      });
+                  }});
+    const auto started = std::chrono::steady_clock::now();
+    EXPECT_EQ(raw_exchange(server.port(),
+                           "POST /api/cancel HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                           "Transfer-Encoding: chunked\r\n\r\n",
+                           64u << 20),
+              "HTTP/1.1 411 Length Required");
+    EXPECT_EQ(raw_exchange(server.port(),
+                           "POST /api/cancel HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                           "Content-Length: 314572800\r\n\r\n",
+                           0),
+              "HTTP/1.1 413 Payload Too Large");
+    EXPECT_EQ(handled.load(), 0);
+    EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds{5});
+    // A body within the bound is served as before.
+    httplib::Client client("127.0.0.1", server.port());
+    const auto answered = client.Post("/api/cancel", "id=a", "application/x-www-form-urlencoded");
+    ASSERT_TRUE(answered);
+    EXPECT_EQ(answered->status, 200);
+    EXPECT_EQ(handled.load(), 1);
 }
 
 }  // namespace

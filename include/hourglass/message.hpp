@@ -5,6 +5,7 @@
 // are released unchanged). src/amqp/ converts to and from rabbitmq-c.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -89,6 +90,14 @@ const FieldValue* find_header(const BasicProperties& properties, std::string_vie
 void set_header(BasicProperties& properties, std::string name, FieldValue value);
 // Removes every occurrence of a header. Returns whether any was removed.
 bool remove_header(BasicProperties& properties, std::string_view name);
+
+// AMQP short strings (text properties, field names, exchange and routing key names) hold at
+// most this many bytes; a longer one cannot be published at all.
+inline constexpr std::size_t kMaxShortStringBytes = 255;
+// Why the properties cannot be published, naming the property or header ("properties.type:
+// 300 bytes; ...", "headers.a.b: a name of 300 bytes; ..."), or nothing when they can: a text
+// property or a field name at any depth of the headers over kMaxShortStringBytes.
+std::optional<std::string> unpublishable_reason(const BasicProperties& properties);
 
 // Bytes the properties take in an AMQP 0-9-1 content header frame (flags and fields, without
 // the frame's own 22 bytes). A content header must fit in one frame (frame_max), so this is

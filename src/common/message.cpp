@@ -1,6 +1,8 @@
 #include "hourglass/message.hpp"
 
 #include <algorithm>
+#include <array>
+#include <string_view>
 
 #include "common/text.hpp"
 
@@ -63,12 +65,68 @@ std::size_t encoded_header_size(const std::string& name, const FieldValue& value
     return 1 + name.size() + 1 + encoded_size(value);
 }
 
+namespace {
+
+// The text properties (AMQP short strings), with their names.
+std::array<std::pair<const char*, const std::optional<std::string>*>, 10> text_properties(
+    const BasicProperties& p) {
+    return {{{"content_type", &p.content_type}, {"content_encoding", &p.content_encoding},
+             {"correlation_id", &p.correlation_id}, {"reply_to", &p.reply_to},
+             {"expiration", &p.expiration}, {"message_id", &p.message_id}, {"type", &p.type},
+             {"user_id", &p.user_id}, {"app_id", &p.app_id}, {"cluster_id", &p.cluster_id}}};
+}
+
+std::string joined(const std::vector<std::string_view>& path) {
+    std::string text;
+    for (const auto part : path) text += (text.empty() ? "" : ".") + std::string(part);
+    return text;
+}
+
+// A field name over a short string's length in `value` (tables and arrays at any depth), named
+// by its path; the path is built only for the answer.
+std::optional<std::string> long_name_in(const FieldValue& value, std::vector<std::string_view>& path);
+
+std::optional<std::string> long_name_in(const FieldTable& table, std::vector<std::string_view>& path) {
+    for (const auto& [name, value] : table) {
+        if (name.size() > kMaxShortStringBytes) {
+            return joined(path) + ": a name of " + std::to_string(name.size()) +
+                   " bytes; AMQP holds at most " + std::to_string(kMaxShortStringBytes);
+        }
+        path.push_back(name);
+        auto found = long_name_in(value, path);
+        path.pop_back();
+        if (found) return found;
+    }
+    return std::nullopt;
+}
+
+std::optional<std::string> long_name_in(const FieldValue& value, std::vector<std::string_view>& path) {
+    if (const auto* table = std::get_if<FieldTable>(&value.value)) return long_name_in(*table, path);
+    if (const auto* array = std::get_if<FieldArray>(&value.value)) {
+        for (const auto& item : *array) {
+            if (auto found = long_name_in(item, path)) return found;
+        }
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> unpublishable_reason(const BasicProperties& properties) {
+    for (const auto& [name, text] : text_properties(properties)) {
+        if (*text && (*text)->size() > kMaxShortStringBytes) {
+            return "properties." + std::string(name) + ": " + std::to_string((*text)->size()) +
+                   " bytes; AMQP holds at most " + std::to_string(kMaxShortStringBytes);
+        }
+    }
+    if (!properties.headers) return std::nullopt;
+    std::vector<std::string_view> path{"headers"};
+    return long_name_in(*properties.headers, path);
+}
+
 std::size_t encoded_size(const BasicProperties& properties) {
     std::size_t size = 2;  // the property flags
-    for (const auto* text : {&properties.content_type, &properties.content_encoding,
-                             &properties.correlation_id, &properties.reply_to,
-                             &properties.expiration, &properties.message_id, &properties.type,
-                             &properties.user_id, &properties.app_id, &properties.cluster_id}) {
+    for (const auto& [name, text] : text_properties(properties)) {
         if (*text) size += 1 + (*text)->size();
     }
     if (properties.headers) size += encoded_size(*properties.headers);

@@ -51,11 +51,6 @@ FieldValue field_of(const json& value, std::size_t depth_left, const std::string
             }
             FieldTable table;
             for (const auto& [name, item] : value.items()) {
-                // A field name is an AMQP short string: one longer cannot be published.
-                if (name.size() > kMaxNameBytes) {
-                    throw BadRow{where + ": a name of " + std::to_string(name.size()) +
-                                 " bytes; AMQP holds at most " + std::to_string(kMaxNameBytes)};
-                }
                 table.emplace_back(name, field_of(item, depth_left - 1, where + "." + name));
             }
             return table;
@@ -75,15 +70,9 @@ json parse_object(const std::optional<std::string>& text, std::size_t bytes, con
     return value;
 }
 
-// Every text property is an AMQP short string: one longer could be stored but never published.
 std::string string_property(const json& value, const std::string& name) {
     if (!value.is_string()) throw BadRow{"properties." + name + ": not a string"};
-    auto text = value.get<std::string>();
-    if (text.size() > kMaxNameBytes) {
-        throw BadRow{"properties." + name + ": " + std::to_string(text.size()) +
-                     " bytes; AMQP holds at most " + std::to_string(kMaxNameBytes)};
-    }
-    return text;
+    return value.get<std::string>();
 }
 
 std::uint64_t integer_property(const json& value, const std::string& name, std::uint64_t max) {
@@ -217,6 +206,9 @@ std::variant<Message, std::string> message_from_sql_row(const store::SqlCommandR
             auto table = std::get<FieldTable>(field_of(headers, limits.max_header_depth, "headers").value);
             message.properties.headers = std::move(table);
         }
+        // What AMQP cannot carry (a short string over 255 bytes, at any depth) could be stored
+        // but never published: the AMQP door never lets it in, nor does this one.
+        if (auto reason = unpublishable_reason(message.properties)) return std::move(*reason);
         return message;
     } catch (const BadRow& bad) {
         return bad.error;

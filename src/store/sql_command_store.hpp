@@ -35,6 +35,9 @@ struct SqlCommandLimits {
     std::size_t commands = 500;            // per transaction
     std::size_t body_bytes = 1024 * 1024;  // --max-body: a longer body is not read
     std::size_t json_bytes = 256 * 1024;   // properties or headers as JSON text
+    // What one batch reads at most, bodies and JSON (the first command always): 500 commands
+    // of a 1 MiB body each would otherwise be read at once.
+    std::size_t batch_bytes = 16 * 1024 * 1024;
 };
 
 // What one take did: the commands and their outcomes (index for index), or nothing.

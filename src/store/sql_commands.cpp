@@ -74,7 +74,8 @@ pqxx::result take_rows(pqxx::work& tx, const SqlCommandLimits& limits, std::size
     return tx.exec_prepared("take_commands", static_cast<long>(count),
                             static_cast<long long>(limits.body_bytes),
                             static_cast<long long>(limits.json_bytes), only,
-                            static_cast<long>(kRoutingKeyChars));
+                            static_cast<long>(kRoutingKeyChars),
+                            static_cast<long long>(limits.batch_bytes));
 }
 
 using ParseRow = std::function<Command(const SqlCommandRow&)>;
@@ -98,7 +99,9 @@ SqlCommandBatch take_batch(pqxx::connection& connection, const SqlCommandLimits&
         routing_keys.push_back(command.routing_key);
         batch.commands.push_back(parse(command));
     }
-    batch.more = rows.size() == limits.commands;
+    // Cut short by the count, or by the byte budget while more candidates wait.
+    batch.more = rows.size() == limits.commands ||
+                 (!rows.empty() && rows[0][8].as<std::size_t>() > rows.size());
     if (ids.empty()) return batch;
     batch.outcomes = apply_in(tx, batch.commands, nullptr);
     settle(tx, ids, batch.commands, batch.outcomes, routing_keys);

@@ -239,12 +239,17 @@ TEST_F(Fencing, a_locked_registration_never_holds_up_another_instances_heartbeat
     EXPECT_EQ(count("SELECT count(*) FROM instances WHERE id = 'a'"), 1) << "its row was locked";
     hold.abort();
     EXPECT_FALSE(a.heartbeat("a", 3000ms, 2000ms).registered) << "fenced, yet beat on";
-    // The next beat of "b" deletes the registration and the fence; "a" registers again.
+    // The next beat of "b" deletes the registration; the fence stays until "a" registers
+    // again, and until then a claim of "a" (sent before it learnt of the fence) takes nothing.
     b.heartbeat("b", 3000ms, 2000ms);
     EXPECT_EQ(count("SELECT count(*) FROM instances WHERE id = 'a'"), 0);
-    EXPECT_EQ(count("SELECT count(*) FROM instance_fences"), 0);
+    sql("INSERT INTO jobs (id, routing_key, due_at, body, properties) "
+        "VALUES ('after-fence', 'jobs.test', now() + interval '30 seconds', '\\x00', '{}')");
+    EXPECT_TRUE(a.claim_due("a", now_ms() + 60s, 10, 60s).empty()) << "a fenced instance claimed";
     a.register_instance("a");
+    EXPECT_EQ(count("SELECT count(*) FROM instance_fences"), 0);
     EXPECT_TRUE(a.heartbeat("a", 3000ms, 2000ms).registered);
+    EXPECT_EQ(a.claim_due("a", now_ms() + 60s, 10, 60s).size(), 1u);
 }
 
 // Every hourglass session bounds its waits (docs/operating.md "Stalls"): before, none did, so

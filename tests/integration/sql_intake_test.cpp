@@ -5,6 +5,8 @@
 #include <thread>
 
 #include "integration/harness.hpp"
+#include "store/job_store.hpp"
+#include "store/migrations.hpp"
 
 namespace hourglass::testing {
 namespace {
@@ -120,6 +122,36 @@ TEST_F(SqlIntake, values_amqp_cannot_carry_are_rejected_at_intake_and_releases_g
     const auto released = client.receive(10s);
     ASSERT_TRUE(released) << processes_.back()->log_tail();
     EXPECT_EQ(string_header(released->message, "x-hourglass-id"), "after-poison");
+}
+
+// A take reads a bounded number of bytes (SqlCommandLimits::batch_bytes): 500 commands of a
+// 1 MiB body each were read in one batch, about 3 GiB in memory with their copies. Here bodies
+// of 3 MiB and a budget of 8 MiB: three commands a take (the third starts below the budget).
+TEST_F(SqlIntake, a_take_reads_a_bounded_number_of_bytes) {
+    store::migrate(*db_, schema_, false);
+    sql("INSERT INTO commands (routing_key, body) SELECT 'big.' || i, "
+        "convert_to(repeat('x', 3 * 1024 * 1024), 'UTF8') FROM generate_series(1, 10) i");
+    store::JobStore store({pg_url_, schema_});
+    const store::SqlCommandLimits limits{.commands = 500,
+                                         .body_bytes = 4 * 1024 * 1024,
+                                         .json_bytes = 256 * 1024,
+                                         .batch_bytes = 8 * 1024 * 1024};
+    const auto parse = [](const store::SqlCommandRow& row) {
+        Command command;
+        command.action = Rejection{"measured " + std::to_string(row.body ? row.body->size() : 0)};
+        return command;
+    };
+    auto batch = store.take_sql_commands(limits, parse);
+    EXPECT_EQ(batch.commands.size(), 3u);
+    EXPECT_TRUE(batch.more) << "seven wait for the next take";
+    std::size_t taken = batch.commands.size();
+    while (batch.more) {
+        batch = store.take_sql_commands(limits, parse);
+        EXPECT_LE(batch.commands.size(), 3u);
+        taken += batch.commands.size();
+    }
+    EXPECT_EQ(taken, 10u);
+    EXPECT_EQ(count("SELECT count(*) FROM commands"), 0);
 }
 
 // Each take commits the jobs, the receipts and the deletion together: killed while taking

@@ -4,13 +4,17 @@
 -- The ownership rule (docs/architecture.md "Ownership"): a run leased to another instance is
 -- taken only once that instance is fenced or gone (forget_dead_instances, leave), never for
 -- its silence alone: a silent instance may beat again, and it publishes what it holds until
--- it learns of a fence.
+-- it learns of a fence. A fenced claimer takes nothing: a claim it sent before it learnt of
+-- its fence would lease it runs that it then drops, and others could take them after their
+-- lease while it holds them again once registered.
 --
 -- A candidate run: its id, due time and bytes (body and properties as stored; neither is
 -- read for it, their sizes are in their headers).
-WITH fresh AS (
+WITH claimer AS (
+  SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM instance_fences f WHERE f.id = $1)),
+fresh AS (
   SELECT id, due_at, octet_length(body) + pg_column_size(properties) AS bytes FROM jobs
-  WHERE state = 'pending' AND lease_owner IS NULL
+  WHERE state = 'pending' AND lease_owner IS NULL AND EXISTS (SELECT 1 FROM claimer)
     AND due_at <= $2 ORDER BY due_at LIMIT $3 FOR UPDATE SKIP LOCKED),
 -- A lease past lease_until whose owner is fenced or gone (migrations 007, 019): the runs its
 -- takeover passed by because another transaction held their rows. A registered, unfenced
@@ -21,7 +25,7 @@ owners AS (
 expired AS (
   SELECT id, due_at, octet_length(body) + pg_column_size(properties) AS bytes FROM jobs j
   WHERE lease_owner IS NOT NULL AND lease_until < now()
-    AND lease_owner <> $1 AND state = 'pending'
+    AND lease_owner <> $1 AND state = 'pending' AND EXISTS (SELECT 1 FROM claimer)
     AND lease_owner NOT IN (SELECT id FROM owners)
   ORDER BY lease_until LIMIT $3 FOR UPDATE SKIP LOCKED),
 -- One-shot runs handed over but not observed long after they were due (and after they were
@@ -32,7 +36,7 @@ expired AS (
 unobserved AS (
   SELECT id, due_at, octet_length(body) + pg_column_size(properties) AS bytes FROM jobs u
   WHERE state = 'enqueued' AND due_at < $5
-    AND enqueued_at < $5 AND audited
+    AND enqueued_at < $5 AND audited AND EXISTS (SELECT 1 FROM claimer)
     -- A resend claimed by a live owner stays its own however long its publish takes (a
     -- memory alarm), as any claim.
     AND (lease_owner IS NULL OR (lease_until < now() AND lease_owner <> $1

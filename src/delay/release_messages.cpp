@@ -15,6 +15,17 @@ ReleaseMessages::ReleaseMessages(TopologyOptions topology, DelayLadder ladder,
                                  bool releases_observed)
     : topology_(std::move(topology)), ladder_(std::move(ladder)), releases_observed_(releases_observed) {}
 
+std::optional<std::string> unpublishable_reason(const ClaimedRun& run) {
+    for (const auto& [what, name] : {std::pair<const char*, const std::string*>{"routing key", &run.routing_key},
+                                     {"x-hourglass-exchange", &run.exchange}}) {
+        if (name->size() > kMaxShortStringBytes) {
+            return std::string(what) + ": " + std::to_string(name->size()) +
+                   " bytes; AMQP holds at most " + std::to_string(kMaxShortStringBytes);
+        }
+    }
+    return hourglass::unpublishable_reason(run.properties);
+}
+
 Message ReleaseMessages::release(ClaimedRun& run, TimePoint now, std::size_t frame_max,
                                  unsigned lane, const std::optional<RunRef>& observed_with,
                                  bool burst) const {

@@ -23,6 +23,10 @@ struct BatchRun {
     bool expired = false;  // to <prefix>.expired: no delay queue, nothing observes it
 };
 
+// Why `run` cannot be released at all, or nothing: its routing key or target exchange, or a
+// property or header name, is longer than an AMQP short string (unpublishable_reason).
+std::optional<std::string> unpublishable_reason(const ClaimedRun& run);
+
 class ReleaseMessages {
 public:
     // `releases_observed`: the audit is on (false with --no-audit).

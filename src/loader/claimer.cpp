@@ -81,6 +81,7 @@ bool Loader::claim_round(store::ClaimStore& store, ClaimPacing& pacing, bool ref
                          resent, options_.resend_after->count());
             metrics_.count_runs_resent(static_cast<std::size_t>(resent));
         }
+        set_aside_unpublishable(store, runs);
         // Runs given back wait for the next poll, as refused ones do.
         if (!prepare_forward_ladder(runs)) pacing.backlog = false;
         schedule_with_insert_claims(std::move(runs));
@@ -210,6 +211,21 @@ void Loader::mark_bursts(std::vector<ScheduledRun>& scheduled, TimePoint now, Me
         kept.push_back(std::move(entry));
     }
     scheduled = std::move(kept);
+}
+
+void Loader::set_aside_unpublishable(store::ClaimStore& store, std::vector<ClaimedRun>& runs) {
+    std::vector<store::ClaimStore::SetAsideRun> set_aside;
+    std::erase_if(runs, [&](const ClaimedRun& run) {
+        auto reason = delay::unpublishable_reason(run);
+        if (reason) set_aside.push_back({run.id, run.routing_key, "cannot be published: " + *reason});
+        return reason.has_value();
+    });
+    if (set_aside.empty()) return;
+    store.set_aside(options_.owner, set_aside);
+    metrics_.count_runs_set_aside(set_aside.size());
+    spdlog::error("loader: set aside {} runs that AMQP cannot carry, cancelled with their reason "
+                  "in hourglass.rejections; job {}: {}",
+                  set_aside.size(), quote_value(set_aside.front().id, 64), set_aside.front().reason);
 }
 
 bool Loader::prepare_forward_ladder(std::vector<ClaimedRun>& runs) {

@@ -270,6 +270,11 @@ private:
     // `runs`, gives them back to the store (the claim of the next poll looks again) and returns
     // false. Claimer thread.
     bool prepare_forward_ladder(std::vector<ClaimedRun>& runs);
+    // Takes out of `runs` those AMQP cannot carry (delay::unpublishable_reason) and sets them
+    // aside in the store, each alone with its reason: published, one would fail its batch
+    // again and again, or make the broker close the connection, and hold up every release.
+    // Claimer thread.
+    void set_aside_unpublishable(store::ClaimStore& store, std::vector<ClaimedRun>& runs);
     void schedule(std::vector<ClaimedRun> runs);
     // Gives back runs published but refused, or maybe not received, to the store (the claimer
     // does, at once), and forgets them.

@@ -47,6 +47,10 @@ LoaderMetrics::LoaderMetrics(metrics::Registry& registry)
           "hourglass_publishes_withheld_total",
           "Runs due for publishing that the loader gave back unpublished because its last "
           "heartbeat was too old to be sure the runs were still its own (a stall, a pause).")),
+      runs_set_aside_(registry.add_counter(
+          "hourglass_runs_set_aside_total",
+          "Claimed runs that AMQP cannot carry (a short string over 255 bytes in a row written "
+          "by hand), cancelled with their reason in hourglass.rejections instead of published.")),
       handover_lateness_seconds_(registry.add_histogram(
           "hourglass_handover_lateness_seconds",
           "Publish time of a run into its delay queue minus the instant that releases it on time "

@@ -36,6 +36,7 @@ public:
     // Times another instance took this one for dead: it dropped what it held.
     void count_registration_lost() noexcept { registration_lost_.increment(1); }
     void count_publishes_withheld(std::size_t runs) noexcept { publishes_withheld_.increment(runs); }
+    void count_runs_set_aside(std::size_t runs) noexcept { runs_set_aside_.increment(runs); }
     // How long after its publish instant (due − TTL) a run was published into a delay queue:
     // its release is late by at least this, whatever the broker does.
     void observe_handover_lateness(std::chrono::microseconds lateness) noexcept;
@@ -64,6 +65,7 @@ private:
     metrics::Counter& orphaned_claims_;
     metrics::Counter& registration_lost_;
     metrics::Counter& publishes_withheld_;
+    metrics::Counter& runs_set_aside_;
     metrics::Histogram& handover_lateness_seconds_;
     metrics::Gauge& unconfirmed_publishes_;
     metrics::Gauge& runs_held_;

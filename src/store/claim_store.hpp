@@ -56,6 +56,14 @@ public:
     // record_handed_over), for the caller to give back later.
     virtual std::vector<std::string> release_claims(const std::string& owner,
                                                     const std::vector<std::string>& ids) = 0;
+    // Runs `owner` claimed that cannot be published (a value AMQP cannot carry): each still
+    // leased to it ends `cancelled`, its reason kept in hourglass.rejections.
+    struct SetAsideRun {
+        std::string id;
+        std::string routing_key;
+        std::string reason;
+    };
+    virtual void set_aside(const std::string& owner, const std::vector<SetAsideRun>& runs) = 0;
     // Registers `owner` as a live instance (live leases): from now on its heartbeats renew it.
     virtual void register_instance(const std::string& owner) = 0;
     // Records that `owner` is alive, if it is still registered (`registered` false: another

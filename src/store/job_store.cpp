@@ -294,6 +294,21 @@ void JobStore::release_all_claims(const std::string& owner) {
     tx.commit();
 }
 
+void JobStore::set_aside(const std::string& owner, const std::vector<SetAsideRun>& runs) {
+    if (runs.empty()) return;
+    json rows = json::array();
+    for (const auto& run : runs) {
+        // Stored escaped and cut short, as every rejection (a row written by hand holds any bytes).
+        rows.push_back({{"id", run.id},
+                        {"job_id", printable(run.id, kMaxNameBytes)},
+                        {"routing_key", printable(run.routing_key, kMaxNameBytes)},
+                        {"reason", printable(run.reason, kMaxQuotedBytes)}});
+    }
+    pqxx::work tx(*connection_);
+    tx.exec_prepared("set_aside_runs", owner, rows.dump());
+    tx.commit();
+}
+
 void JobStore::leave(const std::string& owner) {
     pqxx::work tx(*connection_);
     tx.exec_prepared("leave", owner);

@@ -97,6 +97,7 @@ public:
     void release_all_claims(const std::string& owner) override;
     // Unregisters `owner` (a clean stop).
     void leave(const std::string& owner) override;
+    void set_aside(const std::string& owner, const std::vector<SetAsideRun>& runs) override;
     // A setting of this store's session as PostgreSQL shows it (current_setting), e.g.
     // "2s" for lock_timeout: the bounds connect() sets.
     std::string session_setting(const std::string& name);

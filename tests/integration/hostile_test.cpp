@@ -193,5 +193,31 @@ TEST_F(HostileSoak, every_hostile_command_ends_alone_and_canaries_are_released_o
     EXPECT_EQ(process.terminate(), 0);
 }
 
+
+// A job row AMQP cannot carry, written into hourglass.jobs by hand (or by a version whose SQL
+// intake let it in): the loader could not publish it, gave its batch back, claimed it again,
+// and released nothing else. It is now set aside alone, cancelled with its reason.
+TEST_F(HostileSoak, a_job_row_amqp_cannot_carry_is_set_aside_and_holds_up_nothing) {
+    auto& process = start_hourglass({"--horizon", "5s"});
+    wait_until_ready(process);
+    Client receiver(amqp_url_);
+    receiver.subscribe(out_exchange(), "#");
+    sql("INSERT INTO jobs (id, routing_key, due_at, body, properties) VALUES ('by-hand', "
+        "'jobs.test', now() + interval '1 second', '\\x00', "
+        "jsonb_build_object('content_type', repeat('c', 300)))");
+    std::vector<Message> ordinary;
+    for (int i = 0; i < 10; ++i) ordinary.push_back(delayed("ordinary-" + std::to_string(i), 1500 + i * 100));
+    Client(amqp_url_).publish_all(ordinary);
+    std::set<std::string> released;
+    for (const auto& r : receiver.drain(3000ms, 20s)) released.insert(string_header(r.message, "x-hourglass-id"));
+    EXPECT_EQ(released.size(), 10u) << process.log_tail();
+    EXPECT_FALSE(released.contains("by-hand"));
+    EXPECT_EQ(job_state("by-hand"), "cancelled");
+    const auto reason = sql("SELECT reason FROM rejections WHERE job_id = 'by-hand'");
+    ASSERT_EQ(reason.size(), 1u);
+    EXPECT_NE(reason[0][0].as<std::string>().find("properties.content_type: 300 bytes"), std::string::npos)
+        << reason[0][0].as<std::string>();
+}
+
 }  // namespace
 }  // namespace hourglass::testing

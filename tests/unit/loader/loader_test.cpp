@@ -67,6 +67,8 @@ struct FakeDatabase {
     std::set<std::string> registered;  // instances (live leases)
     std::vector<std::string> released;  // ids given back one by one (release_claims)
     std::vector<std::string> orphans_released;  // ids given back as orphans (heartbeat)
+    std::vector<std::string> set_aside;         // ids cancelled as unpublishable, with reasons
+    std::vector<std::string> set_aside_reasons;
     std::set<std::string> locked;       // rows another transaction holds: records leave them
 
     void add(const std::string& id, TimePoint due) {
@@ -250,6 +252,18 @@ public:
         ++db_.release_all_calls;
         for (auto& [id, row] : db_.rows) {
             if (row.owner == owner) row.owner.clear();
+        }
+    }
+    void set_aside(const std::string& owner, const std::vector<SetAsideRun>& runs) override {
+        std::lock_guard lock(db_.mutex);
+        db_.check_reachable();
+        for (const auto& run : runs) {
+            auto& row = db_.rows.at(run.id);
+            if (row.owner != owner) continue;
+            row.owner.clear();
+            row.handed_over = true;  // cancelled: never claimed again
+            db_.set_aside.push_back(run.id);
+            db_.set_aside_reasons.push_back(run.reason);
         }
     }
     void leave(const std::string&) override {
@@ -954,6 +968,35 @@ TEST_F(LoaderTest, a_publish_held_up_past_the_grace_withholds_the_rest_of_its_ba
     for (const auto& publish : broker.publishes()) ++publishes_per_run[header_text(publish.message, header::kId)];
     EXPECT_EQ(publishes_per_run.size(), 20u);
     for (const auto& [id, count] : publishes_per_run) EXPECT_EQ(count, 1) << id;
+}
+
+// A run AMQP cannot carry (a content type of 300 bytes in a row written by hand) failed its
+// publish batch again and again: one row stopped every release. It is set aside alone, with
+// its reason, and the runs beside it are released.
+TEST_F(LoaderTest, a_run_amqp_cannot_carry_is_set_aside_alone_and_the_others_are_released) {
+    ClaimedRun poison;
+    poison.id = "poison";
+    poison.routing_key = "rk.poison";
+    poison.due_at = in(200ms);
+    poison.properties.content_type = std::string(300, 'c');
+    db.add(std::move(poison));
+    ClaimedRun long_name;
+    long_name.id = "long-name";
+    long_name.routing_key = "rk.long";
+    long_name.due_at = in(200ms);
+    long_name.properties.headers = FieldTable{{"t", FieldTable{{std::string(300, 'n'), 1}}}};
+    db.add(std::move(long_name));
+    for (int i = 0; i < 5; ++i) db.add("good-" + std::to_string(i), in(200ms));
+    start(options());
+    ASSERT_TRUE(eventually([&] { return db.handed_over() == 7; }));
+    std::this_thread::sleep_for(200ms);
+    std::set<std::string> published;
+    for (const auto& publish : broker.publishes()) published.insert(header_text(publish.message, header::kId));
+    EXPECT_EQ(published, (std::set<std::string>{"good-0", "good-1", "good-2", "good-3", "good-4"}));
+    const auto [ids, reasons] = db.read([](const FakeDatabase& d) { return std::pair(d.set_aside, d.set_aside_reasons); });
+    EXPECT_EQ(std::set<std::string>(ids.begin(), ids.end()), (std::set<std::string>{"poison", "long-name"}));
+    for (const auto& reason : reasons) EXPECT_NE(reason.find("AMQP holds at most 255"), std::string::npos) << reason;
+    EXPECT_EQ(metric("hourglass_runs_set_aside_total"), 2);
 }
 
 // Fencing (issue: an instance taken for dead kept publishing): another instance deletes this

@@ -15,6 +15,11 @@ it injects one fault at random, logged with its start and end:
                 exchange for 15 s
   net_cut_pg    the network between one instance and PostgreSQL cut for 6 s
   net_cut_amqp  the network between one instance and RabbitMQ cut for 6 s
+  pg_stall      every PostgreSQL process stopped (SIGSTOP) for 2-10 s, then continued: a
+                checkpoint's I/O stall, a paused database VM
+  lock_instances  a transaction holding hourglass.instances FOR UPDATE (every row, or one
+                instance's) for 5-60 s: an operator's forgotten transaction
+  lock_jobs     a transaction holding the 100 next pending jobs FOR UPDATE for 5-60 s
 Then it lets the load drain, reads the checker's result, counts jobs still pending past their
 due time (parked), explains each duplicate by a fault (report.py), prints a table, writes
 summary.json, faults.json and a plot (gnuplot, if installed) into --out, and exits 1 if a job
@@ -36,7 +41,7 @@ from bench.chaos import report
 from bench.chaos.proxy import Proxy
 
 FAULTS = ("kill9", "sigstop", "pg_immediate", "pg_terminate", "broker_close", "memory_alarm",
-          "full_queue", "net_cut_pg", "net_cut_amqp")
+          "full_queue", "net_cut_pg", "net_cut_amqp", "pg_stall", "lock_instances", "lock_jobs")
 
 
 def parse_args():
@@ -182,6 +187,21 @@ class Campaign:
             self.mgmt("POST", f"/api/bindings/%2F/e/{exchange}/q/{queue}", {"routing_key": "#"})
             time.sleep(15)
             self.mgmt("DELETE", f"/api/queues/%2F/{queue}")
+        elif kind == "pg_stall":
+            target = "postgresql"
+            self.stall_postgresql(self.random.uniform(2, 10))
+        elif kind in ("lock_instances", "lock_jobs"):
+            target = "postgresql"
+            hold = self.random.uniform(5, 60)
+            if kind == "lock_jobs":
+                rows = (f"SELECT 1 FROM {self.schema}.jobs WHERE state = 'pending' "
+                        f"ORDER BY due_at LIMIT 100 FOR UPDATE")
+            elif self.random.random() < 0.5:
+                rows = f"SELECT 1 FROM {self.schema}.instances FOR UPDATE"
+            else:
+                rows = f"SELECT 1 FROM {self.schema}.instances ORDER BY random() LIMIT 1 FOR UPDATE"
+            # One transaction: the rows stay locked while it sleeps.
+            self.psql(f"BEGIN; {rows}; SELECT pg_sleep({hold:.1f}); COMMIT")
         elif kind in ("net_cut_pg", "net_cut_amqp"):
             target = self.instance()
             proxy = self.proxies[target]["pg" if kind == "net_cut_pg" else "amqp"]
@@ -191,6 +211,23 @@ class Campaign:
         fault = {"kind": kind, "target": target, "start": start, "end": time.time()}
         self.faults.append(fault)
         print(f"chaos: {time.strftime('%H:%M:%S')} {kind} {target} ({fault['end'] - start:.1f} s)", flush=True)
+
+    def stall_postgresql(self, seconds):
+        pid_file = os.path.join(self.args.services, "postgres", "data", "postmaster.pid")
+        with open(pid_file) as f:
+            postmaster = int(f.readline())
+        children = subprocess.run(["pgrep", "-P", str(postmaster)], capture_output=True, text=True).stdout.split()
+        pids = [postmaster] + [int(pid) for pid in children]
+        for pid in pids:
+            os.kill(pid, signal.SIGSTOP)
+        try:
+            time.sleep(seconds)
+        finally:
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGCONT)
+                except ProcessLookupError:
+                    pass
 
     def run(self):
         a = self.args

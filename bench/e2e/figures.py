@@ -5,7 +5,7 @@ import re
 
 def statement_name(query):
     q = query.strip()
-    for pattern, name in ((r"^WITH fresh AS", "claim_due"), (r"^INSERT INTO jobs", "insert_jobs"),
+    for pattern, name in ((r"^WITH claimer AS", "claim_due"), (r"^INSERT INTO jobs", "insert_jobs"),
                           (r"^UPDATE jobs j SET runs", "record_handed_over"),
                           (r"^UPDATE jobs j SET released_at", "record_releases"),
                           (r"^SELECT id, floor", "due_of_ids"), (r"^SELECT pending", "stats"),

@@ -1,4 +1,4 @@
--- Fencing that no lock held elsewhere can stop (docs/architecture.md "Ownership"). An instance
+-- Fencing that no lock held elsewhere can stop (docs/architecture.md "Fencing"). An instance
 -- silent for the takeover interval is fenced by a row here, written by a live instance in the
 -- same transaction that gives its claims back. Deleting its registration needs that row's
 -- lock, which an operator's `SELECT ... FOR UPDATE`, or the session of a heartbeat cut from

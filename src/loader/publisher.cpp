@@ -140,7 +140,7 @@ void Loader::publish_batch(ReleaseChannel& channel, DueBatch& batch, unsigned& n
         give_back(unpublished);
     };
     for (std::size_t i = 0; i < batch.runs.size(); ++i) {
-        // The ownership rule (docs/architecture.md "Ownership"), before every publish, not once
+        // The ownership rule (docs/architecture.md "Fencing"), before every publish, not once
         // a batch: a publish held up by the broker's flow control, or a pause of this process,
         // must not let the rest of a batch go after another instance may have taken it.
         if (!leases_.may_publish(seams_.steady_now())) {

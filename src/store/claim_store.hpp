@@ -71,7 +71,7 @@ public:
     // drop what it holds and register again). While its own previous beat is younger than
     // `fresh_within` (it is not itself just back from a stall), fences the instances silent for
     // `takeover_after` and gives their claims back (`dead`), in one transaction: the one place
-    // a run is taken from a registered owner (docs/architecture.md "Ownership"). Never waits
+    // a run is taken from a registered owner (docs/architecture.md "Fencing"). Never waits
     // for a lock on another instance's registration.
     struct Heartbeat {
         bool registered = false;

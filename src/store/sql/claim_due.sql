@@ -1,7 +1,7 @@
 -- The claim (JobStore::claim_due): leases to $1 for $4 ms the earliest runs due by $2 that are
 -- its to take, $3 at most and within $6 bytes, and returns what their release needs.
 -- $5: runs handed over but unobserved since before it are re-sent (NULL: never).
--- The ownership rule (docs/architecture.md "Ownership"): a run leased to another instance is
+-- The ownership rule (docs/architecture.md "Fencing"): a run leased to another instance is
 -- taken only once that instance is fenced or gone (forget_dead_instances, leave), never for
 -- its silence alone: a silent instance may beat again, and it publishes what it holds until
 -- it learns of a fence. A fenced claimer takes nothing: a claim it sent before it learnt of

@@ -1,4 +1,4 @@
--- The ownership rule (docs/architecture.md "Ownership"), its one taking step: $1, which beat
+-- The ownership rule (docs/architecture.md "Fencing"), its one taking step: $1, which beat
 -- recently itself (JobStore::heartbeat checks), fences the instances silent for $2 ms and
 -- returns them; the caller gives their claims back in the same transaction. Reads the
 -- registrations without locking them: a row another transaction holds is fenced all the same.

@@ -1,4 +1,4 @@
--- Fencing (docs/architecture.md "Ownership"): only the owner inserts its row, and only at
+-- Fencing (docs/architecture.md "Fencing"): only the owner inserts its row, and only at
 -- start or after it dropped what it held, which also lifts a fence on it; a beat only updates
 -- it, so a beat that finds no row (or a fence) knows it was taken for dead. Stamped with
 -- clock_timestamp(), not now(): a beat held up by a stall is stamped when it runs, not when

@@ -136,7 +136,7 @@ struct Command {
 };
 
 // AMQP short strings (exchange, queue and routing key names, message_id) hold at most 255 bytes.
-inline constexpr std::size_t kMaxNameBytes = 255;
+inline constexpr std::size_t kMaxNameBytes = kMaxShortStringBytes;
 
 struct CommandLimits {
     std::size_t max_body_bytes = 1024 * 1024;

@@ -46,11 +46,12 @@ std::string with_keepalives(const std::string& url) {
 
 std::unique_ptr<pqxx::connection> connect(const StoreOptions& options) {
     auto connection = std::make_unique<pqxx::connection>(with_keepalives(options.pg_url));
-    // Bounds on every wait of an hourglass session (docs/operating.md "Stalls"): no statement
-    // waits longer than kSessionLockWait for a lock (a heartbeat held up by a row an operator
-    // locked fails, and the thread reconnects and tries again), none runs without bound, and a
-    // session left idle in a transaction (its client cut mid-transaction) is ended by the
-    // server, with the locks it held. Statements that wait less set their own (row_locks.hpp).
+    // Bounds on every wait of an hourglass session (docs/architecture.md "Fencing", how long a
+    // stall delays releases): no statement waits longer than kSessionLockWait for a lock (a
+    // heartbeat held up by a row an operator locked fails, and the thread reconnects and tries
+    // again), none runs without bound, and a session left idle in a transaction (its client cut
+    // mid-transaction) is ended by the server, with the locks it held. Statements that wait
+    // less set their own (row_locks.hpp).
     connection->set_variable("lock_timeout", std::string("'") + kSessionLockWait + "'");
     connection->set_variable("statement_timeout", std::string("'") + kSessionStatementTimeout + "'");
     connection->set_variable("idle_in_transaction_session_timeout",
@@ -302,7 +303,7 @@ void JobStore::set_aside(const std::string& owner, const std::vector<SetAsideRun
         rows.push_back({{"id", run.id},
                         {"job_id", printable(run.id, kMaxNameBytes)},
                         {"routing_key", printable(run.routing_key, kMaxNameBytes)},
-                        {"reason", printable(run.reason, kMaxQuotedBytes)}});
+                        {"reason", printable(run.reason, kMaxRejectionReasonBytes)}});
     }
     pqxx::work tx(*connection_);
     tx.exec_prepared("set_aside_runs", owner, rows.dump());

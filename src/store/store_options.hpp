@@ -20,7 +20,8 @@ struct StoreOptions {
     bool background = false;
 };
 
-// The bounds every hourglass session sets (store::connect; docs/operating.md "Stalls").
+// The bounds every hourglass session sets (store::connect; docs/architecture.md "Fencing",
+// how long a stall delays releases).
 inline constexpr const char* kSessionLockWait = "2s";
 inline constexpr const char* kSessionStatementTimeout = "300s";
 inline constexpr const char* kSessionIdleInTransaction = "60s";

@@ -29,7 +29,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         };
     }
     const auto received_at = from_epoch_ms(in.ConsumeIntegralInRange<std::int64_t>(0, 4102444800000));
-    const auto command = parse_command(message, received_at, limits, [] { return std::string("generated-id"); });
+    auto command = parse_command(message, received_at, limits, [] { return std::string("generated-id"); });
+    assign_owner(command, amqp_owner(message, limits.owners), limits.owners);
 
     if (const auto* job = std::get_if<ScheduleCommand>(&command.action)) {
         for (const auto* name : {"x-delay", "x-schedule-at", "x-cron", "x-cancel", "x-replace",
@@ -43,7 +44,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
     if (const auto* job = std::get_if<ScheduleCommand>(&command.action)) {
         // What the store sends: a row PostgreSQL accepts. Strict dump: invalid UTF-8 throws.
-        const auto row = store::job_row(*job).dump();
+        const auto row = store::job_row(*job, command.owner).dump();
         const auto due = to_epoch_ms(job->due_at);
         if (due < kMinDueEpochMs || due > kMaxDueEpochMs) std::abort();
         if (job->cron && job->cron->until &&

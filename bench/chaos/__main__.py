@@ -79,6 +79,7 @@ class Campaign:
         self.processes = {}
         self.proxies = {}
         self.faults = []
+        self.faults_failed = 0  # faults that raised while being injected
         self.random = random.Random(args.seed)
         os.makedirs(args.out, exist_ok=True)
 
@@ -181,7 +182,8 @@ class Campaign:
         elif kind == "full_queue":
             target = "rabbitmq"
             queue = urllib.parse.quote(self.prefix + ".chaos-full", safe="")
-            self.mgmt("PUT", f"/api/queues/%2F/{queue}", {"durable": False, "auto_delete": False, "arguments": {
+            # Durable: RabbitMQ 4 refuses transient non-exclusive queues (a deprecated feature).
+            self.mgmt("PUT", f"/api/queues/%2F/{queue}", {"durable": True, "auto_delete": False, "arguments": {
                 "x-max-length": 0, "x-overflow": "reject-publish", "x-queue-type": "classic"}})
             exchange = urllib.parse.quote(self.prefix + ".out", safe="")
             self.mgmt("POST", f"/api/bindings/%2F/e/{exchange}/q/{queue}", {"routing_key": "#"})
@@ -249,7 +251,8 @@ class Campaign:
                     break
                 try:
                     self.inject(self.random.choice(kinds))
-                except Exception as error:  # a fault that could not be injected is logged, not fatal
+                except Exception as error:  # logged and counted in the summary, not fatal
+                    self.faults_failed += 1
                     print(f"chaos: fault failed: {error}", flush=True)
             for name, process in list(self.processes.items()):
                 if process.poll() is not None:
@@ -264,7 +267,8 @@ class Campaign:
         with open(result_file) as f:
             result = json.load(f)
         summary = report.summarize(result, self.faults, self.resend_after_s(), int(parked or 0))
-        summary.update({"minutes": a.minutes, "instances": a.instances, "label": a.label})
+        summary.update({"minutes": a.minutes, "instances": a.instances, "label": a.label,
+                        "faults_failed": self.faults_failed})
         with open(os.path.join(a.out, "summary.json"), "w") as f:
             json.dump(summary, f, indent=1)
         with open(os.path.join(a.out, "faults.json"), "w") as f:

@@ -67,6 +67,7 @@ def table(summary, label):
         f"   | fault campaign, {label} | |",
         "   |---|---|",
         f"   | faults injected | {summary['faults_injected']} ({faults}) |",
+        f"   | faults that could not be injected | {summary.get('faults_failed', 0)} |",
         f"   | jobs accepted | {summary['jobs']:,} |",
         f"   | lost | {summary['lost']} |",
         f"   | early | {summary['early']} |",

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <variant>
+#include <vector>
 
 #include "hourglass/message.hpp"
 #include "hourglass/time.hpp"
@@ -133,7 +134,27 @@ struct Command {
     std::string id;  // the job id if known (for receipts), else empty
     std::optional<std::string> reply_to;
     std::optional<std::string> correlation_id;
+    // Who issued it (reference §3.5): a new job is theirs. With owner_only, the command acts
+    // on no job of another owner (OwnerPolicy).
+    std::string owner;
+    bool owner_only = false;
 };
+
+// Who may act on which job (reference §3.5 "Owners").
+struct OwnerPolicy {
+    // --command-scope owner: a command acts only on jobs of its own owner (any: on every job).
+    bool owner_only = false;
+    // The owner of AMQP commands without user_id (--amqp-default-owner).
+    std::string default_owner;
+    // Owners whose commands act on every job whatever the scope (--operator).
+    std::vector<std::string> operators;
+};
+
+// Sets the command's owner, and whether the policy confines it to that owner's jobs.
+void assign_owner(Command& command, std::string owner, const OwnerPolicy& policy);
+// The owner of a command received over AMQP: its user_id, which RabbitMQ checked against the
+// publishing connection's user, else the policy's default.
+std::string amqp_owner(const Message& message, const OwnerPolicy& policy);
 
 // AMQP short strings (exchange, queue and routing key names, message_id) hold at most 255 bytes.
 inline constexpr std::size_t kMaxNameBytes = kMaxShortStringBytes;
@@ -156,6 +177,8 @@ struct CommandLimits {
     // first due time or an error. Unset: recurring jobs are rejected.
     std::function<std::variant<TimePoint, std::string>(const CronSpec&, TimePoint after)>
         first_cron_run;
+    // Who may act on which job: both doors apply it.
+    OwnerPolicy owners;
 };
 
 // Room kept in a frame for the headers hourglass adds on release (x-hourglass-id, -due, -run,

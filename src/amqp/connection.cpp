@@ -179,6 +179,7 @@ void Connection::open(const std::string& one_url, const ConnectionOptions& optio
                               info.user + "' (wrong credentials or vhost '" + info.vhost + "')");
     }
     check_reply(state, login, "logging in to RabbitMQ");
+    user_ = info.user;
 }
 
 Connection::~Connection() noexcept {

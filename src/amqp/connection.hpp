@@ -127,6 +127,8 @@ public:
     // The frame_max negotiated with the broker: a message's properties must fit one frame.
     std::size_t frame_max() const noexcept;
     bool has_buffered_data() const noexcept;
+    // The user it logged in as: the only user_id RabbitMQ accepts on its publishes.
+    const std::string& user() const noexcept { return user_; }
 
 private:
     friend class Channel;
@@ -158,6 +160,7 @@ private:
     std::vector<bool> open_channels_;  // by channel number
     // A ConnectionError came out of it: nothing waits for the broker any more (Channel's close).
     bool lost_ = false;
+    std::string user_;
     metrics::ScopedGaugeIncrement counted_open_;  // set once logged in
 };
 

@@ -89,6 +89,18 @@ private:
 
     TimePoint now() const { return std::chrono::time_point_cast<Milliseconds>(seams_.now()); }
 
+    // Of a batch, the least time from a run's due time to its copy's arrival: how far behind
+    // the releases the audit queue is (its freshest copy; a copy of a run re-sent long after
+    // its due time says nothing of the queue).
+    static Milliseconds least_behind(const std::vector<ObservedRelease>& batch) {
+        auto least = Milliseconds::max();
+        for (const auto& release : batch) {
+            least = std::min(least, std::chrono::duration_cast<Milliseconds>(
+                                        release.released_at - release.due));
+        }
+        return std::max(least, Milliseconds{0});
+    }
+
     // A copy from the audit queue: into the batch, or settled without a record (a release
     // doubted around an outage, a foreign message); flushes when the batch is due.
     void take(const amqp::Delivery& delivery) {
@@ -165,6 +177,7 @@ private:
             batch_.empty() ? Clock::duration::zero() : latest->due - earliest->due,
             options_.batch_wait);
         const auto recorded = store_->record_releases(batch_);
+        if (!batch_.empty()) options_.health->set_audit_behind(least_behind(batch_));
         burst_ = options_.burst_runs_per_second > 0 &&
                  static_cast<double>(recorded.lateness_ms.size()) >=
                      static_cast<double>(options_.burst_runs_per_second) *

@@ -13,6 +13,7 @@
 #include "audit/release_feed.hpp"
 #include "delay/topology.hpp"
 #include "common/database_clock.hpp"
+#include "common/health.hpp"
 #include "common/metrics.hpp"
 #include "store/store_options.hpp"
 #include "store/release_store.hpp"
@@ -48,6 +49,8 @@ struct AuditOptions {
     // the loader's re-send (see released_while_the_broker_went_down). Off for quorum queues.
     bool doubt_releases_around_outages = true;
     std::shared_ptr<metrics::ServiceMetrics> metrics = std::make_shared<metrics::ServiceMetrics>();
+    // Where the audit says how far behind the releases it is (ServiceHealth::audit_behind).
+    std::shared_ptr<health::ServiceHealth> health = std::make_shared<health::ServiceHealth>(metrics);
     // The one clock (reference §6), shared with the service's other components.
     std::shared_ptr<DatabaseClock> clock = std::make_shared<DatabaseClock>();
 };

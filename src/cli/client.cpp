@@ -108,6 +108,8 @@ int send_command(const amqp::ConnectionOptions& amqp, Message command, Milliseco
 
     const auto correlation_id = generate_uuid();
     command.properties.correlation_id = correlation_id;
+    // The command's owner (reference §3.5): RabbitMQ checks it is the user logged in.
+    command.properties.user_id = connection.user();
     set_header(command.properties, std::string(header::kReplyTo), reply_queue);
     const auto exchange = command.exchange;
     try {

@@ -177,16 +177,46 @@ void add_intake_options(CLI::App& run, ServiceOptions& options) {
         ->delimiter(',');
 }
 
+// Who may act on which job (reference §3.5 "Owners").
+void add_owner_options(CLI::App& run, ServiceOptions& options) {
+    run.add_option("--command-scope", options.command_scope,
+                   "any: a command acts on any job (default); owner: cancel, replace, pause, "
+                   "resume and cancel by prefix act only on jobs of the command's owner, and "
+                   "receipts show no other owner's job")
+        ->envname("HOURGLASS_COMMAND_SCOPE")
+        ->check(CLI::IsMember({"any", "owner"}));
+    run.add_option("--amqp-default-owner", options.amqp_default_owner,
+                   "Owner of commands published to <prefix>.in without user_id (default: none, "
+                   "the empty owner)")
+        ->envname("HOURGLASS_AMQP_DEFAULT_OWNER");
+    run.add_option("--operator", options.operators,
+                   "Owners whose commands act on every job whatever --command-scope "
+                   "(comma-separated RabbitMQ users or PostgreSQL roles)")
+        ->envname("HOURGLASS_OPERATOR")
+        ->delimiter(',');
+}
+
 void add_console_options(CLI::App& run, ServiceOptions& options) {
+    const auto long_enough = [](const std::string& token) {
+        return token.empty() || token.size() >= 16
+                   ? std::string{}
+                   : std::string("a console token needs at least 16 characters");
+    };
+    run.add_option("--console", options.console,
+                   "off: no console (/metrics and the probes stay); read: the console never "
+                   "changes a job; write: changes with --console-token (default)")
+        ->envname("HOURGLASS_CONSOLE")
+        ->check(CLI::IsMember({"off", "read", "write"}));
     run.add_option("--console-token", options.console_token,
-                   "Operator token that allows cancel from the console (header "
-                   "X-Hourglass-Token); unset: the console is read-only")
+                   "Operator token that allows cancel, pause and resume from the console "
+                   "(header X-Hourglass-Token); unset: the console is read-only")
         ->envname("HOURGLASS_CONSOLE_TOKEN")
-        ->check([](const std::string& token) {
-            return token.empty() || token.size() >= 16
-                       ? std::string{}
-                       : std::string("a console token needs at least 16 characters");
-        });
+        ->check(long_enough);
+    run.add_option("--console-read-token", options.console_read_token,
+                   "Token the console's reads need (X-Hourglass-Token; the operator token "
+                   "reads too); unset: reads need none")
+        ->envname("HOURGLASS_CONSOLE_READ_TOKEN")
+        ->check(long_enough);
 }
 
 void add_schedule_options(CLI::App& schedule, hourglass::cli::ScheduleRequest& request) {
@@ -254,6 +284,7 @@ void add_service_commands(CLI::App& app, CommandLine& line) {
     add_pg_options(*line.run, line.run_options);
     add_loader_options(*line.run, line.run_options);
     add_intake_options(*line.run, line.run_options);
+    add_owner_options(*line.run, line.run_options);
     add_console_options(*line.run, line.run_options);
 
     line.migrate = app.add_subcommand("migrate", "Apply database migrations");

@@ -91,6 +91,9 @@ ingest::IngestOptions ServiceOptions::ingest() const {
     options.limits.output_exchange = options.names.output;
     options.limits.allow_exchange = compile_allow_exchange(allow_exchange);
     options.limits.first_cron_run = cron::first_run;
+    options.limits.owners = {.owner_only = command_scope == "owner",
+                             .default_owner = amqp_default_owner,
+                             .operators = operators};
     options.horizon = parse_duration(kHorizonOption, horizon);
     return options;
 }
@@ -151,6 +154,7 @@ std::vector<std::string> ServiceOptions::secrets() const {
     }
     for (auto& secret : secrets_in(pg_url)) secrets.push_back(std::move(secret));
     if (!console_token.empty()) secrets.push_back(console_token);
+    if (!console_read_token.empty()) secrets.push_back(console_read_token);
     return secrets;
 }
 

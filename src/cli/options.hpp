@@ -53,6 +53,13 @@ struct ServiceOptions {
     std::string config;                   // config file, applied by main
     // Operator token for cancel on the console (reference §9); empty: the console is read-only.
     std::string console_token;
+    std::string console = "write";  // off, read or write (console::ConsoleMode)
+    // Token the console's reads need (reference §9); empty: none.
+    std::string console_read_token;
+    // Who may act on which job (reference §3.5): any or owner.
+    std::string command_scope = "any";
+    std::string amqp_default_owner;
+    std::vector<std::string> operators;
 
     ingest::IngestOptions ingest() const;
     loader::LoaderOptions loader() const;

@@ -59,7 +59,8 @@ Service::Service(const ServiceOptions& options)
       topology_(options.topology()),
       ladder_(delay::DelayLadder::for_horizon(loader_options_.horizon)),
       http_address_(options.http_address()),
-      console_({options.store(), options.console_token,
+      console_({options.store(), console::parse_console_mode(options.console),
+                options.console_token, options.console_read_token,
                 [this]() -> std::optional<http::StatsRefresher::Reading> {
                     if (!stats_refresher_started_.load(std::memory_order_acquire)) return std::nullopt;
                     return stats_refresher_->latest();
@@ -102,8 +103,14 @@ void Service::start_http() {
                         [this] { return health_->readiness_problem(!options_.no_audit); },
                         [this](httplib::Server& server) { console_.add_routes(server); },
                         options_.http_allow_hosts});
-    spdlog::info("http: /metrics, /healthz, /readyz and the console ({}) on {}:{}",
-                 options_.console_token.empty() ? "read-only" : "cancel with the token",
+    const auto console = options_.console == "off"   ? "off"
+                         : options_.console == "read" ? "read-only"
+                         : options_.console_token.empty() ? "read-only: no --console-token"
+                                                          : "changes with the operator token";
+    spdlog::info("http: /metrics, /healthz, /readyz and the console ({}{}) on {}:{}", console,
+                 options_.console_read_token.empty() || options_.console == "off"
+                     ? ""
+                     : ", reads with the read token",
                  http_address_->host, http_server_->port());
 }
 

@@ -46,6 +46,10 @@ ServiceHealth::ServiceHealth(std::shared_ptr<metrics::ServiceMetrics> metrics)
           "1 if every migration this binary knows is applied to the schema, else 0.")),
       topology_declared_(metrics_->registry().add_gauge(
           "hourglass_topology_declared", "1 once the broker topology is declared, else 0.")),
+      audit_behind_(metrics_->registry().add_gauge(
+          "hourglass_audit_behind_seconds",
+          "How far behind the releases the audit's latest batch was (the least time from a "
+          "run's due time to its copy's arrival); runs wait that much longer to be re-sent.")),
       open_connections_(add_connection_gauges<decltype(open_connections_)>(metrics_->registry())) {}
 
 metrics::Gauge* ServiceHealth::open_connections(Component component, Peer peer) noexcept {

@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "common/metrics.hpp"
+#include "hourglass/time.hpp"
 
 namespace hourglass::health {
 
@@ -43,6 +44,18 @@ public:
     bool migrations_current() const noexcept { return migrations_current_.value() >= 1; }
     bool topology_declared() const noexcept { return topology_declared_.value() >= 1; }
 
+    // How far behind the releases the audit is: of the latest batch it recorded, the least
+    // time from a run's due time to its copy's arrival. A run is taken for lost only once its
+    // release had that much longer to be recorded (loader: resend_due_before): a backlog in
+    // the audit queue is not a loss, and re-sending it would only grow the backlog.
+    void set_audit_behind(Milliseconds behind) noexcept {
+        audit_behind_.set(std::chrono::duration<double>(behind).count());
+    }
+    Milliseconds audit_behind() const noexcept {
+        return std::chrono::duration_cast<Milliseconds>(
+            std::chrono::duration<double>(audit_behind_.value()));
+    }
+
     // What a connection of `component` to `peer` holds while open, as a ScopedGaugeIncrement
     // (amqp::ConnectionOptions, store::StoreOptions). Null for a pair that does not connect.
     metrics::Gauge* open_connections(Component component, Peer peer) noexcept;
@@ -57,6 +70,7 @@ private:
     std::shared_ptr<metrics::ServiceMetrics> metrics_;
     metrics::Gauge& migrations_current_;
     metrics::Gauge& topology_declared_;
+    metrics::Gauge& audit_behind_;  // seconds
     std::array<std::array<metrics::Gauge*, kPeers.size()>, kComponents.size()> open_connections_{};
 };
 

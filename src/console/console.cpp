@@ -92,13 +92,16 @@ Console::Response Console::summary() {
     return with_store([&](ConsoleData& store) -> json {
         return {{"stats", summary_json(stats)},
                 {"instances", store.instances()},
-                {"cancel_enabled", !options_.token.empty()},
+                {"cancel_enabled", options_.mode == ConsoleMode::write && !options_.token.empty()},
                 {"now", format_rfc3339_ms(options_.clock->now_ms())}};
     });
 }
 
 Console::Response Console::control(const Command& command, const std::string& what,
                                     const std::string* token) {
+    if (options_.mode != ConsoleMode::write) {
+        return {403, dump(error_json("changes are off: the console runs with --console read"))};
+    }
     if (options_.token.empty()) {
         return {403, dump(error_json("changes are off: start hourglass with --console-token"))};
     }
@@ -136,8 +139,8 @@ void reply(httplib::Response& response, const Console::Response& result) {
     response.set_content(result.body, kJson);
 }
 
-void bad_request(httplib::Response& response, std::string_view message) {
-    reply(response, {400, dump(error_json(message))});
+Console::Response bad_request(std::string_view message) {
+    return {400, dump(error_json(message))};
 }
 
 std::optional<std::string> token_of(const httplib::Request& request) {
@@ -147,9 +150,36 @@ std::optional<std::string> token_of(const httplib::Request& request) {
 
 }  // namespace
 
+bool Console::may_read(const std::string* token) const {
+    if (options_.read_token.empty()) return true;
+    return token != nullptr && (token_matches(*token, options_.read_token) ||
+                                (!options_.token.empty() && token_matches(*token, options_.token)));
+}
+
+ConsoleMode parse_console_mode(std::string_view text) {
+    if (text == "off") return ConsoleMode::off;
+    if (text == "read") return ConsoleMode::read;
+    if (text == "write") return ConsoleMode::write;
+    throw std::invalid_argument("--console: '" + std::string(text) + "' is not off, read or write");
+}
+
 void Console::add_routes(httplib::Server& server) {
+    if (options_.mode == ConsoleMode::off) return;
     add_read_routes(server);
     add_control_routes(server);
+}
+
+void Console::add_read(httplib::Server& server, const std::string& path,
+                       std::function<Response(const httplib::Request&)> answer) {
+    server.Get(path, [this, answer = std::move(answer)](const httplib::Request& request,
+                                                        httplib::Response& response) {
+        const auto token = token_of(request);
+        if (!may_read(token ? &*token : nullptr)) {
+            return reply(response, {401, dump(error_json("reads need the read token (or the "
+                                                         "operator token) in X-Hourglass-Token"))});
+        }
+        reply(response, answer(request));
+    });
 }
 
 void Console::add_read_routes(httplib::Server& server) {
@@ -159,47 +189,43 @@ void Console::add_read_routes(httplib::Server& server) {
             response.set_content(std::string(asset.body), std::string(asset.content_type));
         });
     }
-    server.Get("/api/summary", [this](const httplib::Request&, httplib::Response& response) {
-        reply(response, summary());
-    });
-    server.Get("/api/upcoming", [this](const httplib::Request&, httplib::Response& response) {
+    add_read(server, "/api/summary", [this](const httplib::Request&) { return summary(); });
+    add_read(server, "/api/upcoming", [this](const httplib::Request&) {
         const auto now = options_.clock->now_ms();
-        reply(response, with_store([&](ConsoleData& store) -> json {
-                  return {{"minutes", store.upcoming(std::chrono::floor<std::chrono::minutes>(now),
-                                                     std::chrono::minutes{1}, 60)},
-                          {"hours", store.upcoming(std::chrono::floor<std::chrono::hours>(now),
-                                                   std::chrono::hours{1}, 24)}};
-              }));
+        return with_store([&](ConsoleData& store) -> json {
+            return {{"minutes", store.upcoming(std::chrono::floor<std::chrono::minutes>(now),
+                                               std::chrono::minutes{1}, 60)},
+                    {"hours", store.upcoming(std::chrono::floor<std::chrono::hours>(now),
+                                             std::chrono::hours{1}, 24)}};
+        });
     });
-    server.Get("/api/lateness", [this](const httplib::Request&, httplib::Response& response) {
-        reply(response, with_store([](ConsoleData& store) { return store.lateness(); }));
+    add_read(server, "/api/lateness", [this](const httplib::Request&) {
+        return with_store([](ConsoleData& store) { return store.lateness(); });
     });
-    server.Get("/api/rejections", [this](const httplib::Request&, httplib::Response& response) {
-        reply(response, with_store([](ConsoleData& store) { return store.rejections(); }));
+    add_read(server, "/api/rejections", [this](const httplib::Request&) {
+        return with_store([](ConsoleData& store) { return store.rejections(); });
     });
-    server.Get("/api/cron", [this](const httplib::Request&, httplib::Response& response) {
-        reply(response, with_store([](ConsoleData& store) { return store.cron_schedules(); }));
+    add_read(server, "/api/cron", [this](const httplib::Request&) {
+        return with_store([](ConsoleData& store) { return store.cron_schedules(); });
     });
-    server.Get("/api/search", [this](const httplib::Request& request,
-                                                         httplib::Response& response) {
+    add_read(server, "/api/search", [this](const httplib::Request& request) {
         const auto text = lookup_text(request, "q");
-        if (!text) return bad_request(response, "q: give 1 to 255 bytes of UTF-8 text");
-        reply(response, with_store([&](ConsoleData& store) -> json {
-                  auto job = store.job(*text);
-                  return {{"job", job ? std::move(*job) : json(nullptr)},
-                          {"by_routing_key_prefix", store.search_routing_key(*text)}};
-              }));
+        if (!text) return bad_request("q: give 1 to 255 bytes of UTF-8 text");
+        return with_store([&](ConsoleData& store) -> json {
+            auto job = store.job(*text);
+            return {{"job", job ? std::move(*job) : json(nullptr)},
+                    {"by_routing_key_prefix", store.search_routing_key(*text)}};
+        });
     });
-    server.Get("/api/cancel-prefix", [this](const httplib::Request& request,
-                                                                httplib::Response& response) {
+    add_read(server, "/api/cancel-prefix", [this](const httplib::Request& request) {
         const auto prefix = lookup_text(request, "prefix");
-        if (!prefix) return bad_request(response, "prefix: give 1 to 255 bytes of UTF-8 text");
-        reply(response, with_store([&](ConsoleData& store) -> json {
-                  const auto count = store.count_cancellable_by_prefix(*prefix);
-                  return {{"prefix", *prefix},
-                          {"count", std::min(count, kCancelPrefixCountCap)},
-                          {"more", count > kCancelPrefixCountCap}};
-              }));
+        if (!prefix) return bad_request("prefix: give 1 to 255 bytes of UTF-8 text");
+        return with_store([&](ConsoleData& store) -> json {
+            const auto count = store.count_cancellable_by_prefix(*prefix);
+            return {{"prefix", *prefix},
+                    {"count", std::min(count, kCancelPrefixCountCap)},
+                    {"more", count > kCancelPrefixCountCap}};
+        });
     });
 }
 
@@ -210,9 +236,12 @@ void Console::add_control_routes(httplib::Server& server) {
         server.Post(path, [this, verb, action](
                               const httplib::Request& request, httplib::Response& response) {
             const auto id = lookup_text(request, "id");
-            if (!id) return bad_request(response, "id: give the job id (1 to 255 bytes of UTF-8)");
+            if (!id) return reply(response, bad_request("id: give the job id (1 to 255 bytes of UTF-8)"));
             const auto token = token_of(request);
-            const Command command{action(*id), *id, std::nullopt, std::nullopt};
+            // The console acts as an operator: no owner, on every job (reference §3.5).
+            Command command;
+            command.action = action(*id);
+            command.id = *id;
             reply(response, control(command, verb + " of job " + quote_value(*id, 64),
                                     token ? &*token : nullptr));
         });
@@ -223,9 +252,10 @@ void Console::add_control_routes(httplib::Server& server) {
     server.Post("/api/cancel-prefix", [this](
                                           const httplib::Request& request, httplib::Response& response) {
         const auto prefix = lookup_text(request, "prefix");
-        if (!prefix) return bad_request(response, "prefix: give 1 to 255 bytes of UTF-8 text");
+        if (!prefix) return reply(response, bad_request("prefix: give 1 to 255 bytes of UTF-8 text"));
         const auto token = token_of(request);
-        const Command command{CancelPrefixCommand{*prefix}, {}, std::nullopt, std::nullopt};
+        Command command;
+        command.action = CancelPrefixCommand{*prefix};
         reply(response, control(command, "cancel by prefix " + quote_value(*prefix, 64),
                                 token ? &*token : nullptr));
     });

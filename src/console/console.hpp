@@ -9,13 +9,17 @@
 //   GET  /api/cron              recurring jobs with their next runs
 //   GET  /api/search?q=TEXT     the job with id TEXT, and jobs whose routing key starts with it
 //   GET  /api/cancel-prefix?prefix=P   how many jobs a cancel by prefix P would cancel now
-//   POST /api/cancel?id=ID      cancel, with header X-Hourglass-Token (only when a token is set)
+//   POST /api/cancel?id=ID      cancel, with header X-Hourglass-Token (only when a token is set
+//                               and the console is in write mode)
 //   POST /api/pause?id=ID       pause a recurring job, likewise
 //   POST /api/resume?id=ID      resume it, likewise
 //   POST /api/cancel-prefix?prefix=P   cancel every job a cancel by prefix P cancels, likewise
 //
-// Read-only without the operator token; state changes are POST only. Requests are served one
-// at a time over one PostgreSQL connection, opened on first use and again after a failure.
+// --console off adds no route (/metrics and the probes stay); read refuses every change; write
+// (the default) allows changes with the operator token. With a read token, /api/ reads need it
+// (or the operator token) in X-Hourglass-Token; the page's assets hold no data and need none.
+// State changes are POST only. Requests are served one at a time over one PostgreSQL
+// connection, opened on first use and again after a failure.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -33,6 +37,7 @@
 
 namespace httplib {
 class Server;
+struct Request;
 }
 
 namespace hourglass::console {
@@ -41,9 +46,15 @@ class ConsoleData;
 
 inline constexpr std::string_view kTokenHeader = "X-Hourglass-Token";
 
+enum class ConsoleMode { off, read, write };
+// "off", "read", "write"; throws std::invalid_argument naming the text.
+ConsoleMode parse_console_mode(std::string_view text);
+
 struct ConsoleOptions {
     store::StoreOptions store;
-    std::string token;  // empty: read-only, cancel refused
+    ConsoleMode mode = ConsoleMode::write;
+    std::string token;       // empty: read-only, cancel refused
+    std::string read_token;  // empty: reads need no token
     // The latest read of the stats view; nothing before the first one.
     std::function<std::optional<http::StatsRefresher::Reading>()> stats;
     // The service's one clock: "now" and the upcoming minutes are on PostgreSQL's clock.
@@ -79,6 +90,11 @@ private:
     Response summary();
     // Applies a control command (what: for the log and errors) if `token` is the operator's.
     Response control(const Command& command, const std::string& what, const std::string* token);
+    // Whether `token` (the request's, if any) may read: always without a read token.
+    bool may_read(const std::string* token) const;
+    // Adds GET `path`, answered by `answer` for a request that may read, else 401.
+    void add_read(httplib::Server& server, const std::string& path,
+                  std::function<Response(const httplib::Request&)> answer);
 
     ConsoleOptions options_;
     std::mutex store_mutex_;

@@ -33,6 +33,7 @@ json job_json(const store::JobRow& row) {
             {"released_run", value_or_null(row.released_run)},
             {"lateness_ms", value_or_null(row.lateness_ms)},
             {"lease_owner", value_or_null(row.lease_owner)},
+            {"owner", row.owner},
             {"due_at", time_or_null(row.due_at)},
             {"cron_until", time_or_null(row.cron_until)},
             {"accepted_at", time_or_null(row.accepted_at)},

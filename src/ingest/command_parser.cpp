@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -48,6 +49,20 @@ std::string receipt_json(const std::string& id, const CommandOutcome& outcome) {
     receipt["error"] = outcome.error.empty() ? nlohmann::json(nullptr) : nlohmann::json(outcome.error);
     if (outcome.count) receipt["count"] = *outcome.count;
     return receipt.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+void assign_owner(Command& command, std::string owner, const OwnerPolicy& policy) {
+    command.owner_only = policy.owner_only && std::find(policy.operators.begin(),
+                                                        policy.operators.end(),
+                                                        owner) == policy.operators.end();
+    command.owner = std::move(owner);
+}
+
+std::string amqp_owner(const Message& message, const OwnerPolicy& policy) {
+    const auto& user = message.properties.user_id;
+    if (!user) return policy.default_owner;
+    // RabbitMQ's user names are UTF-8; anything else is stored escaped rather than refused.
+    return is_storable_text(*user) ? *user : printable(*user, kMaxNameBytes);
 }
 
 namespace {

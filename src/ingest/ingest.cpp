@@ -136,8 +136,10 @@ private:
         std::vector<Command> commands;
         commands.reserve(round.size());
         for (const auto& received : round) {
-            commands.push_back(parse_command(received.delivery.message, received.received_at,
-                                             limits_, generate_uuid));
+            const auto& message = received.delivery.message;
+            auto command = parse_command(message, received.received_at, limits_, generate_uuid);
+            assign_owner(command, amqp_owner(message, limits_.owners), limits_.owners);
+            commands.push_back(std::move(command));
         }
         // Retried apart from the batch: a job still locked costs the batch no second wait.
         std::unordered_set<std::string> waiting_ids;

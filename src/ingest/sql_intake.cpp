@@ -152,6 +152,12 @@ void intake_session(const SqlIntakeOptions& options, const LoaderLink& loader,
             return command_from_sql_row(row, taken_at, options.limits, options.names.input);
         });
         metrics.count(batch.outcomes);
+        for (const auto id : batch.receipts_replaced) {
+            spdlog::error("SQL intake: command {} had a receipt already (an earlier command was "
+                          "given its id with OVERRIDING SYSTEM VALUE by a role granted INSERT on "
+                          "the id column); its receipt now is this command's",
+                          id);
+        }
         std::optional<TimePoint> earliest_due;
         for (std::size_t i = 0; i < batch.outcomes.size(); ++i) {
             const auto& outcome = batch.outcomes[i];
@@ -197,6 +203,11 @@ std::variant<Message, std::string> message_from_sql_row(const store::SqlCommandR
         const auto json_bytes = store::SqlCommandLimits{}.json_bytes;
         message.properties =
             properties_of(parse_object(row.properties, row.properties_bytes, "properties", json_bytes));
+        // RabbitMQ lets a publisher set only its own user as user_id; here, only its own role.
+        if (message.properties.user_id && *message.properties.user_id != row.owner) {
+            return "properties.user_id: " + quote_value(*message.properties.user_id, 64) +
+                   " is not the role that inserted the command (" + quote_value(row.owner, 64) + ")";
+        }
         const auto headers = parse_object(row.headers, row.headers_bytes, "headers", json_bytes);
         if (headers.size() > limits.max_header_count) {
             return "headers: " + std::to_string(headers.size()) + " entries exceed " +
@@ -221,6 +232,7 @@ Command command_from_sql_row(const store::SqlCommandRow& row, TimePoint taken_at
     if (auto* error = std::get_if<std::string>(&message)) {
         Command rejected;
         rejected.action = Rejection{std::move(*error)};
+        rejected.owner = row.owner;  // its receipt is its inserting role's to read
         return rejected;
     }
     auto& parsed = std::get<Message>(message);
@@ -228,6 +240,7 @@ Command command_from_sql_row(const store::SqlCommandRow& row, TimePoint taken_at
     remove_header(parsed.properties, header::kReplyTo);
     auto command = parse_command(parsed, taken_at, limits, generate_uuid);
     command.reply_to.reset();
+    assign_owner(command, row.owner, limits.owners);
     return command;
 }
 

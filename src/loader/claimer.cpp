@@ -301,7 +301,8 @@ std::optional<TimePoint> Loader::resend_due_before(TimePoint now) {
     }
     if (!observing_since_) observing_since_ = now;
     if (now - *observing_since_ < *options_.resend_after) return std::nullopt;
-    return now - *options_.resend_after;
+    // A run's copy may still wait in the audit queue behind the backlog the audit reports.
+    return now - *options_.resend_after - health.audit_behind();
 }
 
 void Loader::finish_claims(store::ClaimStore& store) {

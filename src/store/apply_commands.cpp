@@ -18,16 +18,44 @@ using nlohmann::json;
 
 namespace {
 
-CommandOutcome schedule_one(pqxx::work& tx, const ScheduleCommand& job) {
-    const json rows = json::array({job_row(job)});
-    const auto existing = tx.exec_prepared("lock_job", job.id);
-    if (existing.empty()) {
+// With --command-scope owner, a command that meets a job of another owner acts on nothing and
+// learns nothing of it but that its id is taken (reference §3.5).
+bool belongs_to_another(const Command& command, const std::string& job_owner) {
+    return command.owner_only && job_owner != command.owner;
+}
+
+CommandOutcome another_owners_job(const std::string& id) {
+    return {CommandStatus::rejected, std::nullopt,
+            "job " + quote_value(id, 64) + " belongs to another owner (--command-scope owner)"};
+}
+
+// lock_job's row: state, leased, recurring, due (ms), owner.
+struct LockedJob {
+    std::string state;
+    bool leased = false;
+    bool recurring = false;
+    TimePoint due;
+    std::string owner;
+};
+
+std::optional<LockedJob> lock_job(pqxx::work& tx, const std::string& id) {
+    const auto rows = tx.exec_prepared("lock_job", id);
+    if (rows.empty()) return std::nullopt;
+    return LockedJob{rows[0][0].as<std::string>(), rows[0][1].as<bool>(), rows[0][2].as<bool>(),
+                     time_of(rows[0][3]), rows[0][4].as<std::string>()};
+}
+
+CommandOutcome schedule_one(pqxx::work& tx, const Command& command, const ScheduleCommand& job) {
+    const json rows = json::array({job_row(job, command.owner)});
+    const auto existing = lock_job(tx, job.id);
+    if (!existing) {
         tx.exec_prepared("insert_jobs", rows.dump(), std::optional<std::string>{}, 0);
         return {CommandStatus::scheduled, job.due_at, {}, false};
     }
-    const auto state = existing[0][0].as<std::string>();
-    const bool leased = existing[0][1].as<bool>();
-    const auto current_due = time_of(existing[0][3]);
+    if (belongs_to_another(command, existing->owner)) return another_owners_job(job.id);
+    const auto& state = existing->state;
+    const bool leased = existing->leased;
+    const auto current_due = existing->due;
     if (!job.replace) return {CommandStatus::duplicate, current_due, {}};
     // reference §3.1: a run due within the horizon belongs to the delay topology.
     if (state == "enqueued" || (state == "pending" && leased)) {
@@ -37,13 +65,11 @@ CommandOutcome schedule_one(pqxx::work& tx, const ScheduleCommand& job) {
     return {CommandStatus::replaced, job.due_at, {}};
 }
 
-CommandOutcome cancel_one(pqxx::work& tx, const CancelCommand& cancel) {
-    const auto existing = tx.exec_prepared("lock_job", cancel.id);
-    if (existing.empty()) return {CommandStatus::not_found, std::nullopt, {}};
-    const auto state = existing[0][0].as<std::string>();
-    const bool leased = existing[0][1].as<bool>();
-    const bool recurring = existing[0][2].as<bool>();
-    const auto due = time_of(existing[0][3]);
+CommandOutcome cancel_one(pqxx::work& tx, const Command& command, const CancelCommand& cancel) {
+    const auto existing = lock_job(tx, cancel.id);
+    if (!existing) return {CommandStatus::not_found, std::nullopt, {}};
+    if (belongs_to_another(command, existing->owner)) return another_owners_job(cancel.id);
+    const auto& [state, leased, recurring, due, owner] = *existing;
     if (state == "cancelled") return {CommandStatus::cancelled, due, {}};
     if ((state == "pending" && !leased) || state == "paused") {
         tx.exec_prepared("cancel_job", cancel.id);
@@ -59,12 +85,11 @@ CommandOutcome cancel_one(pqxx::work& tx, const CancelCommand& cancel) {
 }
 
 // Pause and resume (reference §3.3): only a recurring job that has not ended.
-CommandOutcome pause_one(pqxx::work& tx, const PauseCommand& command) {
-    const auto existing = tx.exec_prepared("lock_job", command.id);
-    if (existing.empty()) return {CommandStatus::not_found, std::nullopt, {}};
-    const auto state = existing[0][0].as<std::string>();
-    const bool recurring = existing[0][2].as<bool>();
-    const auto due = time_of(existing[0][3]);
+CommandOutcome pause_one(pqxx::work& tx, const Command& issued, const PauseCommand& command) {
+    const auto existing = lock_job(tx, command.id);
+    if (!existing) return {CommandStatus::not_found, std::nullopt, {}};
+    if (belongs_to_another(issued, existing->owner)) return another_owners_job(command.id);
+    const auto& [state, leased, recurring, due, owner] = *existing;
     const auto done = command.pause ? CommandStatus::paused : CommandStatus::resumed;
     if (!recurring) {
         return {CommandStatus::rejected, due,
@@ -85,14 +110,17 @@ CommandOutcome pause_one(pqxx::work& tx, const PauseCommand& command) {
 // Cancels in batches (kCancelPrefixBatch rows read per statement, so a statement's time and
 // locks stay bounded however many jobs share the prefix), all in the batch's transaction: the
 // receipt's count is exact and a redelivered command cancels nothing twice.
-CommandOutcome cancel_prefix(pqxx::work& tx, const CancelPrefixCommand& command) {
+CommandOutcome cancel_prefix(pqxx::work& tx, const Command& issued,
+                             const CancelPrefixCommand& command) {
+    const auto owner = issued.owner_only ? std::optional(issued.owner) : std::nullopt;
     const auto upper = prefix_upper_bound(command.prefix);
     std::string after_key = command.prefix;
     std::string after_id;  // ids are never empty: ("prefix", "") precedes every job of the key
     std::int64_t cancelled = 0;
     while (true) {
         const auto row = tx.exec_prepared1("cancel_prefix_batch", command.prefix, after_key,
-                                           after_id, static_cast<long>(kCancelPrefixBatch), upper);
+                                           after_id, static_cast<long>(kCancelPrefixBatch), upper,
+                                           owner);
         cancelled += row[0].as<std::int64_t>();
         if (row[1].as<std::size_t>() < kCancelPrefixBatch) break;
         after_key = row[2].as<std::string>();
@@ -110,7 +138,7 @@ void insert_in_bulk(pqxx::work& tx, std::span<const Command> commands,
     json rows = json::array();
     for (const auto i : indices) {
         const auto& job = std::get<ScheduleCommand>(commands[i].action);
-        auto row = job_row(job);
+        auto row = job_row(job, commands[i].owner);
         if (claims && job.claim_at_insert) row["leased"] = true;
         rows.push_back(std::move(row));
     }
@@ -131,16 +159,21 @@ void insert_in_bulk(pqxx::work& tx, std::span<const Command> commands,
         }
     }
     if (duplicate_ids.empty()) return;
-    std::unordered_map<std::string, TimePoint> existing_due;
+    std::unordered_map<std::string, std::pair<TimePoint, std::string>> existing;  // due, owner
     for (const auto& row : tx.exec_prepared("due_of_ids", duplicate_ids.dump())) {
-        existing_due.emplace(row[0].as<std::string>(), time_of(row[1]));
+        existing.emplace(row[0].as<std::string>(),
+                         std::pair{time_of(row[1]), row[2].as<std::string>()});
     }
     for (const auto i : indices) {
         const auto& job = std::get<ScheduleCommand>(commands[i].action);
         if (inserted.contains(job.id)) continue;
-        const auto due = existing_due.find(job.id);
+        const auto found = existing.find(job.id);
+        if (found != existing.end() && belongs_to_another(commands[i], found->second.second)) {
+            outcomes[i] = another_owners_job(job.id);
+            continue;
+        }
         outcomes[i] = {CommandStatus::duplicate,
-                       due == existing_due.end() ? std::nullopt : std::optional(due->second),
+                       found == existing.end() ? std::nullopt : std::optional(found->second.first),
                        {}};
     }
 }
@@ -175,13 +208,13 @@ std::vector<CommandOutcome> apply_in(pqxx::work& tx, std::span<const Command> co
             [&](const auto& action) {
                 using T = std::decay_t<decltype(action)>;
                 if constexpr (std::is_same_v<T, ScheduleCommand>) {
-                    outcomes[i] = schedule_one(tx, action);
+                    outcomes[i] = schedule_one(tx, commands[i], action);
                 } else if constexpr (std::is_same_v<T, CancelCommand>) {
-                    outcomes[i] = cancel_one(tx, action);
+                    outcomes[i] = cancel_one(tx, commands[i], action);
                 } else if constexpr (std::is_same_v<T, PauseCommand>) {
-                    outcomes[i] = pause_one(tx, action);
+                    outcomes[i] = pause_one(tx, commands[i], action);
                 } else if constexpr (std::is_same_v<T, CancelPrefixCommand>) {
-                    outcomes[i] = cancel_prefix(tx, action);
+                    outcomes[i] = cancel_prefix(tx, commands[i], action);
                 } else {
                     outcomes[i] = {CommandStatus::rejected, std::nullopt, action.error};
                 }

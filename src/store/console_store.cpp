@@ -40,6 +40,7 @@ JobRow job_of(const pqxx::row& row) {
     for (std::size_t i = 0; i < std::size(times); ++i) *times[i] = time_or_null(row[11 + static_cast<int>(i)]);
     job.body = pqxx::binarystring(row[19]).str();
     job.properties = row[20].as<std::string>();
+    job.owner = row[21].as<std::string>();
     return job;
 }
 

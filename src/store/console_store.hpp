@@ -66,6 +66,7 @@ struct JobRow {
         enqueued_at, released_at, lease_until;
     std::string body;
     std::string properties;  // JSON text
+    std::string owner;       // reference §3.5
 };
 
 class ConsoleStore {

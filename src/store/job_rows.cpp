@@ -10,8 +10,9 @@ json optional_time(const std::optional<TimePoint>& time) {
     return time ? json(format_rfc3339_ms(*time)) : json(nullptr);
 }
 
-json job_row(const ScheduleCommand& job) {
+json job_row(const ScheduleCommand& job, const std::string& owner) {
     json row = {{"id", job.id},
+                {"owner", owner},
                 {"routing_key", job.routing_key},
                 {"exchange", job.exchange.empty() ? json(nullptr) : json(job.exchange)},
                 {"due_at", format_rfc3339_ms(job.due_at)},

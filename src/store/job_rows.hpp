@@ -5,13 +5,14 @@
 
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <string>
 
 #include "hourglass/command.hpp"
 
 namespace hourglass::store {
 
-// The row of hourglass.jobs for a schedule (body as base64, properties as JSON).
-nlohmann::json job_row(const ScheduleCommand& job);
+// The row of hourglass.jobs for a schedule (body as base64, properties as JSON) of `owner`.
+nlohmann::json job_row(const ScheduleCommand& job, const std::string& owner);
 // An RFC 3339 time with milliseconds, or null.
 nlohmann::json optional_time(const std::optional<TimePoint>& time);
 

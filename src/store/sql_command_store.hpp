@@ -29,6 +29,8 @@ struct SqlCommandRow {
     std::optional<std::string> headers;     // JSON text
     std::size_t properties_bytes = 0;
     std::size_t headers_bytes = 0;
+    // The role that inserted it, written by PostgreSQL (migration 020): the command's owner.
+    std::string owner;
 };
 
 struct SqlCommandLimits {
@@ -50,6 +52,9 @@ struct SqlCommandBatch {
     std::size_t waiting = 0;
     // There may be more commands to take at once (the take was full).
     bool more = false;
+    // Commands whose id already had a receipt (an earlier command given that id by a role
+    // allowed to choose ids): their receipt replaced it. Reported as an error.
+    std::vector<std::int64_t> receipts_replaced;
 };
 
 class SqlCommandStore {

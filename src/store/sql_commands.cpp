@@ -35,6 +35,7 @@ SqlCommandRow row_of(const pqxx::row& row) {
     command.properties_bytes = row[5].as<std::size_t>();
     if (!row[6].is_null()) command.headers = row[6].as<std::string>();
     command.headers_bytes = row[7].as<std::size_t>();
+    command.owner = row[9].as<std::string>();
     return command;
 }
 
@@ -45,12 +46,16 @@ json receipt_row(std::int64_t command_id, const Command& command, const CommandO
             {"due_at", outcome.due ? json(format_rfc3339_ms(*outcome.due)) : json(nullptr)},
             {"error", outcome.error.empty() ? json(nullptr)
                                             : json(storable(outcome.error, kMaxReceiptErrorBytes))},
-            {"count", outcome.count ? json(*outcome.count) : json(nullptr)}};
+            {"count", outcome.count ? json(*outcome.count) : json(nullptr)},
+            {"owner", command.owner}};
 }
 
-// Writes the receipts, lists the rejections for the console and deletes the commands.
-void settle(pqxx::work& tx, const std::vector<std::int64_t>& ids, const std::vector<Command>& commands,
-            const std::vector<CommandOutcome>& outcomes, const std::vector<std::string>& routing_keys) {
+// Writes the receipts, lists the rejections for the console and deletes the commands; returns
+// the ids whose receipt replaced one already there.
+std::vector<std::int64_t> settle(pqxx::work& tx, const std::vector<std::int64_t>& ids,
+                                 const std::vector<Command>& commands,
+                                 const std::vector<CommandOutcome>& outcomes,
+                                 const std::vector<std::string>& routing_keys) {
     json receipts = json::array();
     json rejections = json::array();
     json deleted = json::array();
@@ -63,9 +68,13 @@ void settle(pqxx::work& tx, const std::vector<std::int64_t>& ids, const std::vec
                                   {"reason", printable(outcomes[i].error, kMaxRejectionReasonBytes)}});
         }
     }
-    tx.exec_prepared("write_command_receipts", receipts.dump());
+    std::vector<std::int64_t> replaced;
+    for (const auto& row : tx.exec_prepared("write_command_receipts", receipts.dump())) {
+        if (row[1].as<bool>()) replaced.push_back(row[0].as<std::int64_t>());
+    }
     if (!rejections.empty()) tx.exec_prepared("record_rejections", rejections.dump());
     tx.exec_prepared("delete_commands", deleted.dump());
+    return replaced;
 }
 
 // The oldest `count` commands (or only the command `only`), locked; the caller holds the intake.
@@ -104,7 +113,7 @@ SqlCommandBatch take_batch(pqxx::connection& connection, const SqlCommandLimits&
                  (!rows.empty() && rows[0][8].as<std::size_t>() > rows.size());
     if (ids.empty()) return batch;
     batch.outcomes = apply_in(tx, batch.commands, nullptr);
-    settle(tx, ids, batch.commands, batch.outcomes, routing_keys);
+    batch.receipts_replaced = settle(tx, ids, batch.commands, batch.outcomes, routing_keys);
     tx.commit();
     return batch;
 }
@@ -126,7 +135,7 @@ SqlCommandBatch reject_refused(pqxx::connection& connection, const SqlCommandLim
     batch.commands.push_back(parse(row));
     batch.outcomes.push_back({CommandStatus::rejected, std::nullopt,
                               "PostgreSQL refused it: " + printable(failure.what(), kMaxQuotedBytes)});
-    settle(tx, {id}, batch.commands, batch.outcomes, {row.routing_key});
+    batch.receipts_replaced = settle(tx, {id}, batch.commands, batch.outcomes, {row.routing_key});
     tx.commit();
     return batch;
 }
@@ -136,6 +145,8 @@ void append(SqlCommandBatch& to, SqlCommandBatch&& from) {
         to.commands.push_back(std::move(from.commands[i]));
         to.outcomes.push_back(from.outcomes[i]);
     }
+    to.receipts_replaced.insert(to.receipts_replaced.end(), from.receipts_replaced.begin(),
+                                from.receipts_replaced.end());
 }
 
 }  // namespace

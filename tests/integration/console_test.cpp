@@ -197,6 +197,45 @@ TEST_F(Console, without_a_token_it_is_read_only) {
     EXPECT_EQ(process.terminate(), 0);
 }
 
+// --console read refuses every change even with the operator token; a read token guards every
+// /api/ read (the operator token reads too) but not the page's assets; --console off serves
+// /metrics and the probes and no console at all.
+TEST_F(Console, its_modes_and_read_token_decide_who_reads_and_who_changes) {
+    constexpr const char* kReadToken = "console-read-token-0123456789";
+    {
+        auto& reader = start_hourglass({"--console", "read", "--console-token", kToken,
+                                        "--console-read-token", kReadToken});
+        wait_until_ready(reader);
+        Client(amqp_url_).publish(delayed("console-modes", 600000));
+        ASSERT_TRUE(eventually("SELECT count(*) FROM jobs", "1"));
+        const auto port = reader.http_port();
+        EXPECT_EQ(http_get(port, "/api/summary").status, 401);
+        EXPECT_EQ(http_get(port, "/api/search?q=console-modes", {{"X-Hourglass-Token", "wrong"}}).status, 401);
+        const auto read = http_get(port, "/api/search?q=console-modes", {{"X-Hourglass-Token", kReadToken}});
+        EXPECT_EQ(read.status, 200);
+        EXPECT_THAT(read.body, HasSubstr("console-modes"));
+        EXPECT_EQ(http_get(port, "/api/summary", {{"X-Hourglass-Token", kToken}}).status, 200)
+            << "the operator token reads too";
+        EXPECT_EQ(http_get(port, "/").status, 200) << "the page holds no data";
+        EXPECT_EQ(http_get(port, "/metrics").status, 200) << "the scrape needs no console token";
+        const auto refused = http_post(port, "/api/cancel?id=console-modes", {{"X-Hourglass-Token", kToken}});
+        EXPECT_EQ(refused.status, 403);
+        EXPECT_THAT(refused.body, HasSubstr("--console read"));
+        EXPECT_EQ(job_state("console-modes"), "pending");
+        EXPECT_EQ(reader.terminate(), 0);
+    }
+    auto& off = start_hourglass({"--console", "off", "--console-token", kToken});
+    wait_until_ready(off);
+    const auto port = off.http_port();
+    EXPECT_EQ(http_get(port, "/api/summary").status, 404);
+    EXPECT_EQ(http_get(port, "/").status, 404);
+    EXPECT_EQ(http_post(port, "/api/cancel?id=console-modes", {{"X-Hourglass-Token", kToken}}).status, 404);
+    EXPECT_EQ(http_get(port, "/metrics").status, 200);
+    EXPECT_TRUE(wait_for([&] { return http_get(port, "/readyz").status == 200; }, 10s))
+        << "the probe is served (ready once every component connected)";
+    EXPECT_EQ(off.terminate(), 0);
+}
+
 // The page in Debian's headless Chromium: what the API test checks, seen by a user.
 TEST_F(Console, the_page_in_a_browser_shows_everything_escapes_user_text_and_cancels_with_the_token) {
     if (run_shell("test -x /usr/bin/chromium && test -x /usr/bin/chromedriver").exit_code != 0) {

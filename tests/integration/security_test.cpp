@@ -4,7 +4,9 @@
 // administrator for making users (HOURGLASS_AMQPS_URL, HOURGLASS_PG_TLS_URL, ...ADMIN_URL).
 #include <gmock/gmock.h>
 
+#include <array>
 #include <cstdlib>
+#include <map>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -317,6 +319,96 @@ TEST_F(Permissions, an_application_role_with_the_documented_grants_schedules_fro
         } catch (const pqxx::insufficient_privilege&) {
         }
     }
+}
+
+// docs/operating.md "Owners", under each role: with --command-scope owner, an application's
+// role schedules, cancels and cancels by prefix only its own jobs, reads only its own
+// receipts, learns nothing of another's job but that its id is taken, and cannot write a
+// command in another role's name; an operator (--operator) acts on every job, from the CLI too.
+TEST_F(Permissions, with_the_owner_scope_each_role_acts_only_on_its_own_jobs) {
+    const auto amqp_user = amqp_url_.substr(7, amqp_url_.find(':', 7) - 7);
+    start_hourglass({"--command-scope", "owner", "--operator", amqp_user});
+    const auto schema = db_->quote_name(schema_);
+    std::map<std::string, std::unique_ptr<pqxx::connection>> roles;
+    for (const auto* name : {"_orders", "_billing", "_wide"}) {
+        const auto role = schema_ + name;
+        roles[name] = std::make_unique<pqxx::connection>(pg_role(role));
+        sql("GRANT USAGE ON SCHEMA " + schema + " TO " + db_->quote_name(role));
+        sql("GRANT SELECT ON " + schema + ".command_receipts TO " + db_->quote_name(role));
+        sql(std::string(name) == "_wide"
+                ? "GRANT INSERT, SELECT ON " + schema + ".commands TO " + db_->quote_name(role)
+                : "GRANT INSERT (routing_key, body, properties, headers), SELECT (id) ON " +
+                      schema + ".commands TO " + db_->quote_name(role));
+    }
+    // Inserts one command as `role`; returns its receipt's status, due time and error.
+    const auto command = [&](const std::string& role, const std::string& routing_key,
+                             const std::string& properties, const std::string& headers) {
+        pqxx::work tx(*roles[role]);
+        const auto id = tx.exec_params1("INSERT INTO " + schema + ".commands (routing_key, "
+                                        "properties, headers) VALUES ($1, $2, $3) RETURNING id",
+                                        routing_key, properties, headers)[0].as<std::int64_t>();
+        tx.commit();
+        std::array<std::string, 3> receipt;
+        EXPECT_TRUE(wait_for(
+            [&] {
+                pqxx::work read(*roles[role]);
+                const auto rows = read.exec_params(
+                    "SELECT status, coalesce(due_at::text, ''), coalesce(error, '') FROM " +
+                        schema + ".command_receipts WHERE command_id = $1", id);
+                if (rows.empty()) return false;
+                for (int i = 0; i < 3; ++i) receipt[i] = rows[0][i].as<std::string>();
+                return true;
+            },
+            std::chrono::seconds{10})) << "no receipt for command " << id << " of " << role;
+        return receipt;
+    };
+    const std::string later = R"({"x-delay": 600000})";
+    EXPECT_EQ(command("_orders", "shared.orders", R"({"message_id": "o-1"})", later)[0], "scheduled");
+    EXPECT_EQ(command("_billing", "shared.billing", R"({"message_id": "b-1"})", later)[0], "scheduled");
+    EXPECT_EQ(sql("SELECT owner FROM jobs WHERE id = 'o-1'")[0][0].as<std::string>(), schema_ + "_orders");
+
+    const auto cancel_other = command("_billing", "", R"({"message_id": "o-1"})", R"({"x-cancel": true})");
+    EXPECT_EQ(cancel_other[0], "rejected");
+    EXPECT_THAT(cancel_other[2], HasSubstr("belongs to another owner"));
+    const auto taken = command("_billing", "x", R"({"message_id": "o-1"})", later);
+    EXPECT_EQ(taken[0], "rejected") << "a schedule under another owner's id";
+    EXPECT_EQ(taken[1], "") << "and no word of that job's due time";
+    const auto replace = command("_billing", "x", R"({"message_id": "o-1"})",
+                                 R"({"x-delay": 1000, "x-replace": true})");
+    EXPECT_EQ(replace[0], "rejected");
+    EXPECT_EQ(command("_billing", "", "{}", R"({"x-cancel-prefix": "shared."})")[0], "cancelled");
+    EXPECT_EQ(job_state("o-1"), "pending") << "a prefix cancels only the owner's jobs";
+    EXPECT_EQ(job_state("b-1"), "cancelled");
+
+    // Receipts: each role reads its own only.
+    for (const auto& [name, connection] : roles) {
+        pqxx::work tx(*connection);
+        const auto foreign = tx.exec1("SELECT count(*) FROM " + schema + ".command_receipts "
+                                      "WHERE owner <> current_user")[0].as<int>();
+        EXPECT_EQ(foreign, 0) << name;
+    }
+    {  // Another role's name: the column is not granted, and the policy refuses it anyway.
+        for (const auto* role : {"_billing", "_wide"}) {
+            pqxx::work tx(*roles[role]);
+            EXPECT_ANY_THROW(tx.exec("INSERT INTO " + schema + ".commands (routing_key, owner, "
+                                     "headers) VALUES ('x', " + tx.quote(schema_ + "_orders") +
+                                     ", '{\"x-cancel-prefix\": \"shared.\"}')")) << role;
+        }
+        pqxx::work tx(*roles["_wide"]);
+        EXPECT_EQ(tx.exec1("SELECT count(*) FROM " + schema + ".commands")[0].as<int>(), 0)
+            << "another role's pending commands are invisible to a role granted SELECT";
+    }
+
+    // Over AMQP without user_id: the empty owner, which owns nothing here.
+    Client client(amqp_url_);
+    client.publish(cancel_command("o-1", client.receipt_queue()));
+    const auto receipt = client.receive(std::chrono::seconds{10});
+    ASSERT_TRUE(receipt.has_value());
+    EXPECT_EQ(parse_receipt(*receipt).status, "rejected");
+    // The CLI publishes as its RabbitMQ user, an operator here.
+    const auto cli = run_cli({"cancel", "o-1", "--amqp-url", amqp_url_, "--prefix", prefix_});
+    EXPECT_EQ(cli.exit_code, 0) << cli.out << cli.err;
+    EXPECT_EQ(job_state("o-1"), "cancelled");
 }
 
 // A role that may only connect held hourglass's advisory locks (fixed, public keys): the

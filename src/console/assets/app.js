@@ -30,8 +30,13 @@ function clock(text, withDate) {
   return withDate ? d.toISOString().slice(5, 10) + " " + hhmm : hhmm;
 }
 
+// Reads carry the token when one is typed: a console started with --console-read-token
+// answers reads only with it (or the operator token).
 async function getJson(path) {
-  const response = await fetch(path, { headers: { "Accept": "application/json" } });
+  const headers = { "Accept": "application/json" };
+  const token = $("token-input").value;
+  if (token) headers["X-Hourglass-Token"] = token;
+  const response = await fetch(path, { headers });
   const body = await response.json();
   if (!response.ok) throw new Error(body.error || response.statusText);
   return body;
@@ -176,6 +181,7 @@ function showJob(job) {
   add("state", job.state, "job-state");
   add("routing key", job.routing_key);
   add("exchange", job.exchange || "(output exchange)");
+  add("owner", job.owner || "(none)");
   add("due", time(job.due_at));
   if (job.cron) add("cron", job.cron + " (" + job.cron_tz + ")");
   add("runs", job.runs);

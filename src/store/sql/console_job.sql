@@ -10,5 +10,5 @@ SELECT id, routing_key, COALESCE(exchange, ''), state, runs, cron, cron_tz, cron
        floor(extract(epoch FROM enqueued_at) * 1000)::bigint,
        floor(extract(epoch FROM released_at) * 1000)::bigint,
        floor(extract(epoch FROM lease_until) * 1000)::bigint,
-       body, properties::text
+       body, properties::text, owner
 FROM jobs WHERE id = $1

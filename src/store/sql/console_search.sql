@@ -11,7 +11,7 @@ SELECT id, routing_key, COALESCE(exchange, ''), state, runs, cron, cron_tz, cron
        floor(extract(epoch FROM enqueued_at) * 1000)::bigint,
        floor(extract(epoch FROM released_at) * 1000)::bigint,
        floor(extract(epoch FROM lease_until) * 1000)::bigint,
-       body, properties::text
+       body, properties::text, owner
 FROM jobs
 WHERE routing_key COLLATE "C" >= $1 AND ($2::text IS NULL OR routing_key COLLATE "C" < $2)
 ORDER BY routing_key COLLATE "C", id LIMIT $3

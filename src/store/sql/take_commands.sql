@@ -2,9 +2,10 @@
 -- properties or headers over $3 are not read, only measured. The batch stops before the first
 -- command whose earlier ones read $6 bytes or more (the first is always taken), so a batch of
 -- large bodies holds a bounded amount in memory; the rest wait for the next take. The last
--- column counts the candidates, so the caller knows whether more wait.
+-- column but one counts the candidates, so the caller knows whether more wait; the last is the
+-- inserting role, the command's owner (migration 020), at most $5 characters.
 WITH candidates AS (
-  SELECT id, routing_key, body, properties, headers,
+  SELECT id, routing_key, body, properties, headers, owner,
          octet_length(body) AS body_bytes, octet_length(properties::text) AS properties_bytes,
          octet_length(headers::text) AS headers_bytes
   FROM commands WHERE ($4::bigint IS NULL OR id = $4::bigint)
@@ -21,6 +22,6 @@ SELECT id, left(routing_key, $5),
 CASE WHEN body_bytes <= $2 THEN body END, body_bytes,
 CASE WHEN properties_bytes <= $3 THEN properties::text END, properties_bytes,
 CASE WHEN headers_bytes <= $3 THEN headers::text END, headers_bytes,
-(SELECT count(*) FROM candidates)
+(SELECT count(*) FROM candidates), left(owner, $5)
 FROM taken WHERE read_before < $6
 ORDER BY id

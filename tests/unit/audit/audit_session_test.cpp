@@ -228,6 +228,22 @@ TEST_F(AuditSessionTest, releases_arriving_together_are_recorded_after_batch_wai
     EXPECT_EQ(world.recorded_ids, (std::vector<std::string>{"a", "b", "c"}));
 }
 
+// The audit says how far behind the releases its queue is, from the freshest copy of each
+// batch: the loader waits that much longer before it takes a run for lost (a backlog re-sent
+// as lost only grew: bench/journal/2026-12-06-owners-and-audit-lag.md).
+TEST_F(AuditSessionTest, each_batch_says_how_far_behind_the_releases_the_audit_is) {
+    options.batch_wait = 20ms;
+    options.health = std::make_shared<health::ServiceHealth>(std::make_shared<metrics::ServiceMetrics>());
+    world.deliver(released_copy("old", {}, true, "2026-11-25T11:58:00.000Z"));
+    world.deliver(released_copy("behind", {}, true, "2026-11-25T11:58:30.000Z"));
+    start();
+    ASSERT_TRUE(eventually(has_size(2)));
+    EXPECT_EQ(options.health->audit_behind(), 90s) << "the freshest copy of the batch";
+    world.deliver(released_copy("fresh"));  // due at noon, arriving at noon
+    ASSERT_TRUE(eventually(has_size(4)));
+    EXPECT_EQ(options.health->audit_behind(), 0s);
+}
+
 TEST_F(AuditSessionTest, a_full_batch_is_recorded_at_once_and_the_rest_waits_for_batch_wait) {
     options.batch_size = 2;
     options.batch_wait = 1h;

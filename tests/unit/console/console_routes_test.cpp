@@ -20,11 +20,13 @@ constexpr const char* kPassword = "pg-password-never-shown";
 
 class ConsoleRoutes : public ::testing::Test {
 protected:
-    explicit ConsoleRoutes(std::string token = kToken)
-        : console_({{"postgresql://hourglass:" + std::string(kPassword) +
-                         "@127.0.0.1:1/hourglass?connect_timeout=2"},
-                    std::move(token),
-                    {}}),
+    explicit ConsoleRoutes(std::string token = kToken, ConsoleMode mode = ConsoleMode::write,
+                           std::string read_token = "")
+        : console_({.store = {"postgresql://hourglass:" + std::string(kPassword) +
+                              "@127.0.0.1:1/hourglass?connect_timeout=2"},
+                    .mode = mode,
+                    .token = std::move(token),
+                    .read_token = std::move(read_token)}),
           server_({"127.0.0.1", 0},
                   http::Endpoints{[] { return std::string(); },
                                   [] { return std::optional<std::string>(); },
@@ -97,6 +99,50 @@ TEST_F(ReadOnlyConsoleRoutes, CancelIsOffWhateverTheHeader) {
     EXPECT_EQ(refused->status, 403);
     EXPECT_THAT(refused->body, HasSubstr("--console-token"));
     EXPECT_EQ(cancel("job-1", kToken)->status, 403);
+}
+
+// --console read: no change whatever the token; the reads go on (to the database, here none).
+class ReadModeConsoleRoutes : public ConsoleRoutes {
+protected:
+    ReadModeConsoleRoutes() : ConsoleRoutes(kToken, ConsoleMode::read) {}
+};
+
+TEST_F(ReadModeConsoleRoutes, RefusesEveryChangeEvenWithTheToken) {
+    const auto refused = cancel("job-1", kToken);
+    EXPECT_EQ(refused->status, 403);
+    EXPECT_THAT(refused->body, HasSubstr("--console read"));
+    EXPECT_EQ(client_.Get("/api/summary")->status, 503) << "reads need no token: on to the database";
+}
+
+// --console-read-token: every /api/ read needs it (or the operator token); the page does not.
+class ReadTokenConsoleRoutes : public ConsoleRoutes {
+protected:
+    static constexpr const char* kReadToken = "read-token-0123456789";
+    ReadTokenConsoleRoutes() : ConsoleRoutes(kToken, ConsoleMode::write, kReadToken) {}
+    int get(const std::string& path, const char* token) {
+        httplib::Headers headers;
+        if (token) headers.emplace("X-Hourglass-Token", token);
+        return client_.Get(path.c_str(), headers)->status;
+    }
+};
+
+TEST_F(ReadTokenConsoleRoutes, ReadsNeedTheReadOrTheOperatorToken) {
+    for (const auto* path : {"/api/summary", "/api/upcoming", "/api/lateness", "/api/rejections",
+                             "/api/cron", "/api/search?q=x", "/api/cancel-prefix?prefix=x"}) {
+        EXPECT_EQ(get(path, nullptr), 401) << path;
+        EXPECT_EQ(get(path, "read-token-012345678"), 401) << path;  // one character short
+        EXPECT_EQ(get(path, kReadToken), 503) << path;  // allowed: on to the (absent) database
+        EXPECT_EQ(get(path, kToken), 503) << path;
+    }
+    EXPECT_EQ(get("/", nullptr), 200) << "the page holds no data";
+    EXPECT_EQ(cancel("job-1", kReadToken)->status, 401) << "the read token changes nothing";
+}
+
+TEST(ConsoleModeNames, AreOffReadAndWrite) {
+    EXPECT_EQ(parse_console_mode("off"), ConsoleMode::off);
+    EXPECT_EQ(parse_console_mode("read"), ConsoleMode::read);
+    EXPECT_EQ(parse_console_mode("write"), ConsoleMode::write);
+    EXPECT_THROW(parse_console_mode("rw"), std::invalid_argument);
 }
 
 }  // namespace

@@ -899,6 +899,29 @@ TEST(ParseCommand, user_id_header_replaces_a_header_of_the_same_name) {
     EXPECT_EQ(headers, (FieldTable{{"x-hourglass-user-id", std::string("alice")}}));
 }
 
+// Reference §3.5: over AMQP the owner is the user_id RabbitMQ checked, else the configured
+// default; operators act on every job whatever the scope.
+TEST(CommandOwner, is_the_checked_user_id_or_the_default_and_operators_act_on_any_job) {
+    OwnerPolicy policy{.owner_only = true, .default_owner = "anonymous", .operators = {"ops"}};
+    auto message = command({{"x-cancel", true}});
+    message.properties.message_id = "job-1";
+    EXPECT_EQ(amqp_owner(message, policy), "anonymous");
+    message.properties.user_id = "billing";
+    EXPECT_EQ(amqp_owner(message, policy), "billing");
+    message.properties.user_id = std::string("bad\xff", 4);
+    EXPECT_EQ(amqp_owner(message, policy), "bad\\xff") << "stored escaped, as text PostgreSQL takes";
+
+    Command issued;
+    assign_owner(issued, "billing", policy);
+    EXPECT_EQ(issued.owner, "billing");
+    EXPECT_TRUE(issued.owner_only);
+    assign_owner(issued, "ops", policy);
+    EXPECT_FALSE(issued.owner_only);
+    policy.owner_only = false;
+    assign_owner(issued, "billing", policy);
+    EXPECT_FALSE(issued.owner_only) << "--command-scope any";
+}
+
 TEST(ParseCommand, properties_without_user_id_or_expiration_get_no_moved_headers) {
     const auto c = parse(command({{"x-delay", std::int32_t{5}}, {"keep", std::int32_t{1}}}));
     ASSERT_SCHEDULED(c);

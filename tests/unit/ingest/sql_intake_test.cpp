@@ -113,5 +113,40 @@ TEST(SqlIntake, too_many_headers_are_rejected_before_they_are_converted) {
                 HasSubstr("headers: 301 entries exceed 256"));
 }
 
+// Reference §3.5: the owner is the role PostgreSQL wrote, never a value of the row's choosing.
+TEST(SqlIntake, a_command_belongs_to_the_role_that_inserted_it) {
+    auto inserted = row(R"({"message_id": "j"})", R"({"x-cancel": true})");
+    inserted.owner = "orders_app";
+    CommandLimits limits;
+    limits.owners.owner_only = true;
+    limits.owners.operators = {"ops"};
+    const auto command = command_from_sql_row(inserted, kTaken, limits, "hourglass.in");
+    EXPECT_EQ(command.owner, "orders_app");
+    EXPECT_TRUE(command.owner_only);
+    inserted.owner = "ops";
+    EXPECT_FALSE(command_from_sql_row(inserted, kTaken, limits, "hourglass.in").owner_only)
+        << "an operator acts on every job";
+    limits.owners.owner_only = false;
+    inserted.owner = "orders_app";
+    EXPECT_FALSE(command_from_sql_row(inserted, kTaken, limits, "hourglass.in").owner_only)
+        << "--command-scope any";
+}
+
+// RabbitMQ refuses a user_id other than the publisher's; the SQL door refuses any but the
+// inserting role, so that x-hourglass-user-id means the same whichever door it came through.
+TEST(SqlIntake, a_user_id_other_than_the_inserting_role_is_rejected) {
+    auto inserted = row(R"({"message_id": "j", "user_id": "billing"})", R"({"x-delay": 5})");
+    inserted.owner = "orders_app";
+    const auto forged = command_from_sql_row(inserted, kTaken, {}, "hourglass.in");
+    EXPECT_THAT(rejection_of(forged),
+                HasSubstr("properties.user_id: 'billing' is not the role that inserted the command"));
+    EXPECT_EQ(forged.owner, "orders_app") << "its receipt is still the inserting role's";
+    inserted.owner = "billing";
+    const auto own = command_from_sql_row(inserted, kTaken, {}, "hourglass.in");
+    const auto* schedule = std::get_if<ScheduleCommand>(&own.action);
+    ASSERT_NE(schedule, nullptr) << rejection_of(own);
+    EXPECT_EQ(*find_header(schedule->properties, "x-hourglass-user-id"), FieldValue(std::string("billing")));
+}
+
 }  // namespace
 }  // namespace hourglass::ingest

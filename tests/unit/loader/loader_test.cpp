@@ -883,6 +883,12 @@ TEST_F(LoaderTest, counts_runs_as_lost_only_while_its_health_says_the_audit_is_c
     const auto cut = *resend_before();
     EXPECT_LE(cut, in(-200ms) + 50ms) << "runs handed over within resend_after are not lost yet";
 
+    // An audit a minute behind the releases: a run is lost only once its copy had that long too.
+    service_health->set_audit_behind(60s);
+    ASSERT_TRUE(eventually([&] { return resend_before() && *resend_before() < in(-60s); }));
+    EXPECT_GE(*resend_before(), in(-60s - 200ms - 100ms));
+    service_health->set_audit_behind(0s);
+
     open.pop_front();  // the loader's broker connection drops
     EXPECT_TRUE(eventually([&] { return !resend_before().has_value(); }));
 }

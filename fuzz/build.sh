@@ -24,6 +24,9 @@ sources_for() {
         rfc3339) echo src/common/time.cpp ;;
         command) echo src/common/text.cpp src/ingest/command_parser.cpp src/common/time.cpp src/common/message.cpp \
                       src/common/uuid.cpp src/store/properties_json.cpp src/store/job_rows.cpp ;;
+        sql_row) echo src/common/text.cpp src/ingest/sql_rows.cpp src/ingest/command_parser.cpp \
+                      src/common/time.cpp src/common/message.cpp src/common/uuid.cpp \
+                      src/store/properties_json.cpp src/store/job_rows.cpp ;;
         properties) echo src/common/text.cpp src/store/properties_json.cpp src/amqp/field_table.cpp \
                          src/common/message.cpp ;;
         *) find src -name '*.cpp' ! -path src/cli/main.cpp | sort ;;
@@ -32,7 +35,7 @@ sources_for() {
 libraries_for() {
     case "$1" in
         cron|rfc3339) echo -ldate-tz ;;
-        command) echo -ldate-tz -lcrypto -luuid ;;
+        command|sql_row) echo -ldate-tz -lcrypto -luuid ;;
         properties) echo -lrabbitmq -lcrypto ;;
         *) echo -ldate-tz -lrabbitmq -lpqxx -lpq -luuid -lspdlog -lfmt -pthread ;;
     esac

@@ -14,6 +14,7 @@
 #include "common/database_clock.hpp"
 #include "common/metrics.hpp"
 #include "ingest/ingest.hpp"
+#include "ingest/sql_rows.hpp"
 #include "store/sql_command_store.hpp"
 
 namespace hourglass::ingest {
@@ -31,18 +32,6 @@ struct SqlIntakeOptions {
     // AMQP door counts it from the delivery; the host's own clock may be behind it.
     std::shared_ptr<const DatabaseClock> clock = std::make_shared<DatabaseClock>();
 };
-
-// The message a row stands for, or why it stands for none: properties and headers are plain
-// JSON (strings, integers, floats, booleans, null, arrays and objects nested at most
-// limits.max_header_depth deep); a value over its bound was not read.
-std::variant<Message, std::string> message_from_sql_row(const store::SqlCommandRow& row,
-                                                        const std::string& input_exchange,
-                                                        const CommandLimits& limits);
-
-// The command a row stands for: parse_command of its message, or a rejection. x-reply-to is
-// dropped: the receipt is the row in hourglass.command_receipts.
-Command command_from_sql_row(const store::SqlCommandRow& row, TimePoint taken_at,
-                             const CommandLimits& limits, const std::string& input_exchange);
 
 // Takes commands from hourglass.commands until `stop`, reconnecting with backoff.
 void run_sql_intake(const SqlIntakeOptions& options, const LoaderLink& loader, std::stop_token stop);

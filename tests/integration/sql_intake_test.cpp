@@ -2,6 +2,9 @@
 // by inserting into hourglass.commands; a rollback schedules nothing; a hostile row is rejected
 // with its reason and holds up nothing behind it; a kill -9 in the middle loses and duplicates
 // nothing.
+#include <map>
+#include <nlohmann/json.hpp>
+#include <random>
 #include <thread>
 
 #include "integration/harness.hpp"
@@ -122,6 +125,102 @@ TEST_F(SqlIntake, values_amqp_cannot_carry_are_rejected_at_intake_and_releases_g
     const auto released = client.receive(10s);
     ASSERT_TRUE(released) << processes_.back()->log_tail();
     EXPECT_EQ(string_header(released->message, "x-hourglass-id"), "after-poison");
+}
+
+// Hostile rows from a seeded generator (values of every JSON type at any depth, names and
+// strings up to 400 bytes, most keys ones hourglass reads), the SQL door's soak as
+// HostileSoak is the AMQP door's: each row gets one receipt, none takes the intake down, and
+// canaries inserted between them are released once, on time.
+class HostileRows {
+public:
+    explicit HostileRows(unsigned seed) : random_(seed) {}
+
+    nlohmann::json value(int depth) {
+        switch (pick(depth > 5 ? 6 : 8)) {
+            case 0: return nullptr;
+            case 1: return pick(2) == 1;
+            case 2: return static_cast<std::int64_t>(random_()) - (1LL << 31);
+            case 3: return std::uniform_int_distribution<std::int64_t>(-5, 100000)(random_);
+            case 4: return std::uniform_real_distribution<double>(-1e6, 1e6)(random_);
+            case 5: case 6: return text();
+            case 7: {
+                auto array = nlohmann::json::array();
+                for (int i = pick(4); i > 0; --i) array.push_back(value(depth + 1));
+                return array;
+            }
+            default: return object(depth + 1, {});
+        }
+    }
+    nlohmann::json object(int depth, const std::vector<std::string>& names) {
+        auto result = nlohmann::json::object();
+        for (int i = pick(5); i > 0; --i) {
+            const auto name = !names.empty() && pick(4) > 0 ? names[pick(names.size())] : text();
+            result[name] = value(depth);
+        }
+        return result;
+    }
+    // Printable and control characters, quotes, backslashes and a two-byte letter: valid
+    // UTF-8 always, as jsonb and text columns hold.
+    std::string text() {
+        static const std::vector<std::string> kPieces = {"a", "b", "\"", "\\", "'", "\n",
+                                                         "\x01", "\xc3\xa9", " ", "%", "_",
+                                                         "{", "}", ":", ",", "-", "0", "9"};
+        std::string out;
+        for (auto n = pick(3) == 0 ? pick(400) : pick(12); n > 0; --n) out += kPieces[pick(kPieces.size())];
+        return out;
+    }
+
+private:
+    std::size_t pick(std::size_t n) { return std::uniform_int_distribution<std::size_t>(0, n - 1)(random_); }
+    std::mt19937 random_;
+};
+
+TEST_F(SqlIntake, a_soak_of_hostile_rows_ends_each_alone_and_canaries_are_released_on_time) {
+    auto& process = start_hourglass({"--max-body", "2000", "--horizon", "5s"});
+    wait_until_ready(process);
+    Client client(amqp_url_);
+    client.subscribe(out_exchange(), "canary.#");
+    HostileRows rows(20261206);
+    const std::vector<std::string> properties = {"message_id", "user_id", "content_type",
+                                                 "priority", "timestamp", "expiration"};
+    const std::vector<std::string> headers = {"x-delay", "x-schedule-at", "x-cron", "x-cancel",
+                                              "x-replace", "x-pause", "x-cancel-prefix",
+                                              "x-hourglass-exchange", "x-cron-tz"};
+    constexpr int kRounds = 40, kHostilePerRound = 50;
+    for (int round = 0; round < kRounds; ++round) {
+        pqxx::work tx(*db_);
+        tx.exec("SET LOCAL search_path TO " + tx.quote_name(schema_));
+        for (int i = 0; i < kHostilePerRound; ++i) {
+            tx.exec_params("INSERT INTO commands (routing_key, properties, headers) "
+                           "VALUES ($1, $2::jsonb, $3::jsonb)",
+                           rows.text(), rows.object(0, properties).dump(),
+                           rows.object(0, headers).dump());
+        }
+        tx.exec_params("INSERT INTO commands (routing_key, properties, headers) VALUES "
+                       "('canary.k', $1::jsonb, '{\"x-delay\": 2000}')",
+                       nlohmann::json{{"message_id", "canary-" + std::to_string(round)}}.dump());
+        tx.commit();
+        std::this_thread::sleep_for(100ms);  // a steady stream, as applications insert
+    }
+    const auto total = std::to_string(kRounds * (kHostilePerRound + 1));
+    ASSERT_TRUE(eventually("SELECT count(*) FROM command_receipts", total, 60s)) << process.log_tail();
+    EXPECT_EQ(count("SELECT count(*) FROM commands"), 0);
+    // The generator reaches past the first checks: some hostile rows are accepted (and
+    // released under routing keys no one binds), most are rejected with a reason.
+    EXPECT_GT(count("SELECT count(*) FROM command_receipts WHERE status <> 'rejected' "
+                    "AND job_id NOT LIKE 'canary-%'"), 0);
+    EXPECT_GT(count("SELECT count(*) FROM command_receipts WHERE status = 'rejected'"), 1000);
+    // On time as the audit saw them leave (this client reads them only now), and once.
+    ASSERT_TRUE(eventually("SELECT count(*) FROM jobs WHERE id LIKE 'canary-%' AND state = 'done'",
+                           std::to_string(kRounds), 20s));
+    const auto lateness = sql("SELECT min(lateness_ms), max(lateness_ms) FROM jobs WHERE id LIKE 'canary-%'");
+    EXPECT_GE(lateness[0][0].as<double>(), 0.0);
+    EXPECT_LE(lateness[0][1].as<double>(), 1000.0) << "a canary released late";
+    std::map<std::string, int> copies;
+    for (const auto& r : client.drain(3000ms, 30s)) ++copies[string_header(r.message, "x-hourglass-id")];
+    EXPECT_EQ(copies.size(), static_cast<std::size_t>(kRounds));
+    for (const auto& [id, n] : copies) EXPECT_EQ(n, 1) << id;
+    EXPECT_TRUE(wait_for([&] { return http_get(process.http_port(), "/readyz").status == 200; }, 5s));
 }
 
 // A take reads a bounded number of bytes (SqlCommandLimits::batch_bytes): 500 commands of a

@@ -1,7 +1,7 @@
-// The SQL intake's rows as commands (ingest/sql_intake.hpp): plain JSON properties and headers
+// The SQL intake's rows as commands (ingest/sql_rows.hpp): plain JSON properties and headers
 // become the message an AMQP client would publish, parsed by the one parser; every hostile
 // row is a rejection that names the column at fault.
-#include "ingest/sql_intake.hpp"
+#include "ingest/sql_rows.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -53,3 +53,24 @@ def fmt(v, unit=""):
     if abs(v) >= 10:
         return f"{v:.1f}{unit}"
     return f"{v:.2f}{unit}"
+
+
+# The sweep's knee (scenarios/sweep.py): the highest due rate a system keeps within this p99.
+KNEE_P99_MS = 50.0
+
+
+def within_knee(rounds):
+    """Every round of one rate had a p99 within KNEE_P99_MS and lost nothing."""
+    return bool(rounds) and all(r.get("lateness_p99_ms") is not None and r["lateness_p99_ms"] <= KNEE_P99_MS
+                                and not r.get("lost") for r in rounds)
+
+
+def knee_of(rates):
+    """Of {rate: rounds}, the highest rate within the knee below the first that missed it (a
+    rate passed after a miss is luck, not capacity); None if the lowest missed."""
+    knee = None
+    for rate in sorted(rates):
+        if not within_knee(rates[rate]):
+            break
+        knee = rate
+    return knee

@@ -54,7 +54,7 @@ COMPARE_HG = os.environ.get("BENCH_COMPARE_HG") or None
 COMPARE_COMMIT = os.environ.get("BENCH_COMPARE_COMMIT", "")
 
 # Every scenario, in the order they run (each is a function below of the same name).
-ALL_SCENARIOS = ("steady", "ingest", "sqlintake", "hotspot", "peers", "intake", "scale", "scaleout", "queuetype",
+ALL_SCENARIOS = ("steady", "ingest", "sqlintake", "hotspot", "peers", "sweep", "intake", "scale", "scaleout", "queuetype",
                  "longrun", "prune", "chaos")
 
 parser = argparse.ArgumentParser(prog="scripts/bench")
@@ -108,6 +108,11 @@ SIZES = {
     # hotspot, the same due times for each, in alternating rounds.
     "peers": dict(steady_jobs=500 if Q else 2000, spread_s=5 if Q else 10, lead_s=3 if Q else 5,
                   hotspot_jobs=2000 if Q else 20000, hotspot_lead_s=5 if Q else 10),
+    # Each system's knee (scenarios/sweep.py): rates rising about 1.4x.
+    "sweep": dict(rates=(500, 1000) if Q else (1000, 1400, 2000, 2800, 4000, 5600, 8000, 11200, 16000, 20000),
+                  duration=3 if Q else 30, rounds=1 if Q else 3, lead_s=3 if Q else 5,
+                  systems=("broker", "hourglass", "bullmq") if Q else
+                  ("broker", "hourglass", "bullmq", "pgboss", "graphile")),
     "chaos": dict(minutes=2 if Q else 30, instances=2 if Q else 3, every=10 if Q else 20, rate=100 if Q else 200,
                   hotspot_jobs=1000 if Q else 2000, hotspot_every=30 if Q else 60),
     "longrun": dict(rate=1000, duration=30 if Q else 1800, every=5 if Q else 60,

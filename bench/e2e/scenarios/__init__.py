@@ -9,7 +9,8 @@ from .longrun import longrun
 from .prune import prune
 from .faults import chaos
 from .peers import peers
+from .sweep import sweep
 
-BY_NAME = {"steady": steady, "ingest": ingest, "sqlintake": sqlintake, "hotspot": hotspot, "peers": peers,
+BY_NAME = {"steady": steady, "ingest": ingest, "sqlintake": sqlintake, "hotspot": hotspot, "peers": peers, "sweep": sweep,
            "intake": intake, "scale": scale, "scaleout": scaleout, "queuetype": queuetype,
            "longrun": longrun, "prune": prune, "chaos": chaos}

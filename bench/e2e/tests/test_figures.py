@@ -7,7 +7,7 @@ import tempfile
 import unittest
 
 from bench import plotting
-from bench.e2e.figures import fmt, median_round, retention_ms, statement_name
+from bench.e2e.figures import fmt, knee_of, median_round, retention_ms, statement_name
 
 
 class MedianRound(unittest.TestCase):
@@ -77,6 +77,18 @@ class Plotting(unittest.TestCase):
             self.assertEqual([r["x"] for r in plotting.read_results(f.name, "hotspot")], [2])
         finally:
             os.unlink(f.name)
+
+
+
+
+class Knee(unittest.TestCase):
+    def test_is_the_highest_rate_within_50_ms_in_every_round_below_the_first_miss(self):
+        ok, slow = {"lateness_p99_ms": 12.0, "lost": 0}, {"lateness_p99_ms": 80.0, "lost": 0}
+        lost = {"lateness_p99_ms": 5.0, "lost": 3}
+        self.assertEqual(knee_of({1000: [ok, ok], 2000: [ok, ok], 4000: [ok, slow], 8000: [ok, ok]}), 2000)
+        self.assertEqual(knee_of({1000: [ok], 2000: [lost]}), 1000, "a rate that loses jobs is past it")
+        self.assertIsNone(knee_of({1000: [slow]}))
+        self.assertIsNone(knee_of({1000: [{"lateness_p99_ms": None}]}), "no figure is no pass")
 
 
 if __name__ == "__main__":

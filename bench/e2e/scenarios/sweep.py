@@ -1,0 +1,157 @@
+"""sweep: each system's knee. A due load at rising rates (each for the same seconds, in
+alternating rounds) for the broker alone (a TTL queue, bench_e2e_lateness --mode baseline),
+hourglass, BullMQ, pg-boss and graphile-worker (bench/peers, as a user runs each). Per system
+and rate: lateness p50/p99/max, lost and duplicated, and the CPU every process spent per job
+(the servers: RabbitMQ, PostgreSQL, Redis, hourglass; the client: the load generator and
+handler). The knee is the highest rate whose p99 stayed within KNEE_P99_MS in every round;
+a system is not pushed further once two rates in a row missed it. A plot of p99 against rate,
+one line per system."""
+
+import os
+import resource
+import time
+
+from bench import plotting
+from ..figures import KNEE_P99_MS, knee_of, within_knee
+from ..measure import broker_cpu_s, postgres_cpu_s, proc_stat
+from ..process import Hourglass, RUNNING, run_driver
+from ..results import record
+from ..settings import AMQP_URL, COMMIT, LATENESS, Q, ROOT, RUN_ID, SIZES, TAG, TICK, args, say
+from .peers import Redis, node_and_packages, run_peer
+
+SYSTEMS = ("broker", "hourglass", "bullmq", "pgboss", "graphile")
+
+
+def pid_cpu_s(pid):
+    try:
+        return proc_stat(pid)["cpu"] / TICK
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+class StackCpu:
+    """CPU seconds of every process a run involves, between start() and stop()."""
+
+    def __init__(self, hourglass_pid, redis_pid):
+        self.pids = {"hourglass": hourglass_pid, "redis": redis_pid}
+
+    def read(self):
+        children = resource.getrusage(resource.RUSAGE_CHILDREN)
+        out = {"rabbitmq": broker_cpu_s(), "postgresql": postgres_cpu_s(),
+               "client": children.ru_utime + children.ru_stime}
+        out.update({name: pid_cpu_s(pid) for name, pid in self.pids.items()})
+        return out
+
+    def start(self):
+        self.before = self.read()
+        return self
+
+    def stop(self, jobs, servers):
+        """Per job: each process's CPU, and the sum over the servers the system runs on (an
+        idle hourglass beside BullMQ is not BullMQ's cost)."""
+        after = self.read()
+        per_job = {f"{name}_cpu_us_per_job": round(1e6 * (after[name] - self.before[name]) / max(jobs, 1), 1)
+                   for name in after}
+        per_job["servers_cpu_us_per_job"] = round(sum(per_job[f"{n}_cpu_us_per_job"] for n in servers), 1)
+        return per_job
+
+
+# The servers each system runs on (the client, load generator and handler, is apart).
+SERVERS = {"broker": ("rabbitmq",), "hourglass": ("rabbitmq", "postgresql", "hourglass"),
+           "bullmq": ("redis",), "pgboss": ("postgresql",), "graphile": ("postgresql",)}
+
+
+def one_run(system, rate, k, z, node, env, cpu):
+    jobs = int(rate * z["duration"])
+    cpu.start()
+    if system == "broker":
+        r = run_driver([LATENESS, "--mode", "baseline", "--baseline-ttl", "5000", "--pattern", "steady",
+                        "--scenario", "sweep", "--rate", str(rate), "--duration", str(z["duration"]),
+                        "--min-delay", "5000", "--max-delay", "12000", "--drain", "30"],
+                       f"sweep broker {rate}/s", echo=False)
+    else:
+        r = run_peer(node, system, env, jobs, z["duration"], z["lead_s"], k)
+    r.update(cpu.stop(r.get("jobs", jobs), SERVERS[system]))
+    r.update({"rate": rate, "round": k, "duration_s": z["duration"]})
+    say(f"   {system:9} {rate:>6}/s round {k}: p50 {r.get('lateness_p50_ms')} p99 {r.get('lateness_p99_ms')} "
+        f"max {r.get('lateness_max_ms')} ms, lost {r.get('lost')}, dup {r.get('duplicates')}, "
+        f"servers {r['servers_cpu_us_per_job']} µs/job")
+    return record("sweep-round", system, r)
+
+
+def sweep():
+    z = SIZES["sweep"]
+    n = args.rounds if args.rounds > 1 else z["rounds"]
+    systems = z["systems"]
+    say(f"\n== sweep: {', '.join(systems)} at {', '.join(map(str, z['rates']))} jobs/s, {z['duration']} s "
+        f"each, {n} alternating rounds; knee: the highest rate with p99 <= {KNEE_P99_MS:g} ms in every round")
+    node = node_and_packages()
+    redis = Redis().start()
+    try:
+        hg = Hourglass("sweep", "60s").start(); RUNNING.append(hg)
+        env = dict(os.environ, PEERS_AMQP_URL=AMQP_URL, PEERS_HOURGLASS_PREFIX=hg.prefix,
+                   PEERS_REDIS_URL=f"redis://127.0.0.1:{redis.port}", PEERS_PG_URL=os.environ["HOURGLASS_PG_ADMIN_URL"],
+                   PEERS_TAG=TAG, PEERS_HOURGLASS_VERSION=COMMIT)
+        cpu = StackCpu(hg.proc.pid, redis.proc.pid)
+        by = {s: {} for s in systems}  # system -> rate -> rounds
+        misses = {s: 0 for s in systems}
+        for rate in z["rates"]:
+            pushed = [s for s in systems if misses[s] < 2]
+            for k in range(1, n + 1):
+                for system in (pushed if k % 2 else pushed[::-1]):
+                    by[system].setdefault(rate, []).append(one_run(system, rate, k, z, node, env, cpu))
+                    time.sleep(1)
+            for system in pushed:
+                misses[system] = 0 if within_knee(by[system][rate]) else misses[system] + 1
+        summarize(by, z, n)
+    finally:
+        redis.stop()
+
+
+def median(values):
+    values = sorted(v for v in values if v is not None)
+    return values[len(values) // 2] if values else None
+
+
+def summarize(by, z, n):
+    for system, rates in by.items():
+        knee = knee_of(rates)
+        rows = []
+        for rate, rounds in sorted(rates.items()):
+            rows.append({"rate": rate, **{key: median(r.get(key) for r in rounds) for key in (
+                "lateness_p50_ms", "lateness_p99_ms", "lateness_max_ms", "servers_cpu_us_per_job",
+                "client_cpu_us_per_job", "rabbitmq_cpu_us_per_job", "postgresql_cpu_us_per_job",
+                "redis_cpu_us_per_job", "hourglass_cpu_us_per_job")},
+                "p99_each_round": [r.get("lateness_p99_ms") for r in rounds],
+                "lost": sum(r.get("lost") or 0 for r in rounds),
+                "duplicates": sum(r.get("duplicates") or 0 for r in rounds)})
+        record("sweep", system, {"knee_jobs_per_s": knee, "knee_p99_ms": KNEE_P99_MS, "rounds": n,
+                                 "duration_s": z["duration"], "rates": rows})
+        say(f"   {system}: knee {knee if knee else 'below ' + str(min(rates))} jobs/s")
+    plot(by)
+
+
+def plot(by):
+    if not plotting.available():
+        say("   gnuplot not found (apt-get install gnuplot-nox): no plot")
+        return
+    png = os.path.join(ROOT, "bench", "results", f"{RUN_ID}-sweep.png")
+    lines = []
+    for system, rates in by.items():
+        dat = png[:-4] + f"-{system}.dat"
+        with open(dat, "w") as f:
+            f.write(plotting.data_lines([rate, median(r.get("lateness_p99_ms") for r in rounds)]
+                                        for rate, rounds in sorted(rates.items())) + "\n")
+        lines.append(f'"{dat}" u 1:2 w lp t "{system}"')
+    script = f"""set terminal pngcairo size 900,600 font ",10"
+set output "{png}"
+set title "lateness p99 against the due rate (median of the rounds; knee: p99 <= {KNEE_P99_MS:g} ms)"
+set xlabel "jobs due per second"; set ylabel "p99 lateness (ms)"; set logscale xy; set grid
+set key top left
+plot {", ".join(lines)}, {KNEE_P99_MS} w l dt 2 lc rgb "gray" t "{KNEE_P99_MS:g} ms"
+"""
+    try:
+        plotting.draw(script)
+        say(f"   plot: {os.path.relpath(png, ROOT)}")
+    except RuntimeError as e:
+        say(f"   {e}")

@@ -78,7 +78,8 @@ std::array<std::pair<const char*, const std::optional<std::string>*>, 10> text_p
 
 std::string joined(const std::vector<std::string_view>& path) {
     std::string text;
-    for (const auto part : path) text += (text.empty() ? "" : ".") + std::string(part);
+    // Names are the client's bytes: escaped, so that a reason logged or stored forges nothing.
+    for (const auto part : path) text += (text.empty() ? "" : ".") + printable(part, 64);
     return text;
 }
 

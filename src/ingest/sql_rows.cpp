@@ -46,7 +46,7 @@ FieldValue field_of(const json& value, std::size_t depth_left, const std::string
             }
             FieldTable table;
             for (const auto& [name, item] : value.items()) {
-                table.emplace_back(name, field_of(item, depth_left - 1, where + "." + name));
+                table.emplace_back(name, field_of(item, depth_left - 1, where + "." + printable(name, 64)));
             }
             return table;
         }

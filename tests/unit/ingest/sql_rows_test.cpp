@@ -148,5 +148,21 @@ TEST(SqlIntake, a_user_id_other_than_the_inserting_role_is_rejected) {
     EXPECT_EQ(*find_header(schedule->properties, "x-hourglass-user-id"), FieldValue(std::string("billing")));
 }
 
+// Names are the row's bytes: a reason that names them (logged, stored in the receipt and the
+// console's rejections) escapes them, so that no row forges a log line.
+TEST(SqlIntake, a_reason_naming_a_hostile_name_escapes_it) {
+    CommandLimits limits;
+    limits.max_header_depth = 1;
+    const auto deep = rejection_of(command_from_sql_row(
+        row("{}", R"({"x-delay": 5, "x\nINFO forged": {"y": 1}})"), kTaken, limits, "hourglass.in"));
+    EXPECT_THAT(deep, HasSubstr("headers.x\\x0aINFO forged: nested too deeply"));
+    const auto long_name = rejection_of(command_from_sql_row(
+        row("{}", R"({"x-delay": 5, "t\nx": {")" + std::string(300, 'n') + R"(": 1}})"), kTaken, {},
+        "hourglass.in"));
+    EXPECT_THAT(long_name, HasSubstr("headers.t\\x0ax: a name of 300 bytes"));
+    EXPECT_EQ(deep.find('\n'), std::string::npos);
+    EXPECT_EQ(long_name.find('\n'), std::string::npos);
+}
+
 }  // namespace
 }  // namespace hourglass::ingest

@@ -30,6 +30,7 @@ import json
 import os
 import random
 import shutil
+import tempfile
 import signal
 import subprocess
 import sys
@@ -279,7 +280,20 @@ class Campaign:
             self.psql(f"DROP SCHEMA IF EXISTS {self.schema} CASCADE")
         except RuntimeError as error:
             print(f"chaos: could not drop schema {self.schema}: {error}", flush=True)
-        return 0 if report.ok(summary) else 1
+        if report.ok(summary):
+            return 0
+        self.keep_logs()
+        return 1
+
+    def keep_logs(self):
+        """A broken invariant is a bug to find: the instances' logs, the checker's result and the
+        faults are copied out of the services' directory, which the bench deletes."""
+        kept = tempfile.mkdtemp(prefix="hourglass-chaos-failed-")
+        for name in os.listdir(self.args.out):
+            path = os.path.join(self.args.out, name)
+            if os.path.isfile(path):
+                shutil.copy2(path, kept)
+        print(f"chaos: the logs of this failed campaign are kept in {kept}", flush=True)
 
     def resend_after_s(self):
         text = self.args.resend_after

@@ -12,7 +12,7 @@ import resource
 import time
 
 from bench import plotting
-from ..figures import KNEE_P99_MS, knee_of, within_knee
+from ..figures import KNEE_P99_MS, knee_of, median_round, within_knee
 from ..measure import broker_cpu_s, postgres_cpu_s, proc_stat
 from ..process import Hourglass, RUNNING, run_driver
 from ..results import record
@@ -108,40 +108,37 @@ def sweep():
         redis.stop()
 
 
-def median(values):
-    values = sorted(v for v in values if v is not None)
-    return values[len(values) // 2] if values else None
+# The figures of one rate: the median of its rounds (figures.median_round).
+FIGURES = ("lateness_p50_ms", "lateness_p99_ms", "lateness_max_ms", "servers_cpu_us_per_job",
+           "client_cpu_us_per_job", "rabbitmq_cpu_us_per_job", "postgresql_cpu_us_per_job",
+           "redis_cpu_us_per_job", "hourglass_cpu_us_per_job")
 
 
 def summarize(by, z, n):
+    medians = {}  # system -> [(rate, its rounds' medians)]
     for system, rates in by.items():
         knee = knee_of(rates)
-        rows = []
-        for rate, rounds in sorted(rates.items()):
-            rows.append({"rate": rate, **{key: median(r.get(key) for r in rounds) for key in (
-                "lateness_p50_ms", "lateness_p99_ms", "lateness_max_ms", "servers_cpu_us_per_job",
-                "client_cpu_us_per_job", "rabbitmq_cpu_us_per_job", "postgresql_cpu_us_per_job",
-                "redis_cpu_us_per_job", "hourglass_cpu_us_per_job")},
-                "p99_each_round": [r.get("lateness_p99_ms") for r in rounds],
-                "lost": sum(r.get("lost") or 0 for r in rounds),
-                "duplicates": sum(r.get("duplicates") or 0 for r in rounds)})
+        medians[system] = [(rate, median_round(rounds, medians=FIGURES, sums=("lost", "duplicates")))
+                           for rate, rounds in sorted(rates.items())]
+        rows = [{"rate": rate, **{key: m[key] for key in FIGURES},
+                 "p99_each_round": m["lateness_p99_ms_rounds"], "lost": m["lost"],
+                 "duplicates": m["duplicates"]} for rate, m in medians[system]]
         record("sweep", system, {"knee_jobs_per_s": knee, "knee_p99_ms": KNEE_P99_MS, "rounds": n,
                                  "duration_s": z["duration"], "rates": rows})
         say(f"   {system}: knee {knee if knee else 'below ' + str(min(rates))} jobs/s")
-    plot(by)
+    plot(medians)
 
 
-def plot(by):
+def plot(medians):
     if not plotting.available():
         say("   gnuplot not found (apt-get install gnuplot-nox): no plot")
         return
     png = os.path.join(ROOT, "bench", "results", f"{RUN_ID}-sweep.png")
     lines = []
-    for system, rates in by.items():
+    for system, rows in medians.items():
         dat = png[:-4] + f"-{system}.dat"
         with open(dat, "w") as f:
-            f.write(plotting.data_lines([rate, median(r.get("lateness_p99_ms") for r in rounds)]
-                                        for rate, rounds in sorted(rates.items())) + "\n")
+            f.write(plotting.data_lines([rate, m["lateness_p99_ms"]] for rate, m in rows) + "\n")
         lines.append(f'"{dat}" u 1:2 w lp t "{system}"')
     script = f"""set terminal pngcairo size 900,600 font ",10"
 set output "{png}"

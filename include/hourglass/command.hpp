@@ -43,6 +43,8 @@ inline constexpr std::string_view kExpiresAfter = "x-hourglass-expires-after";
 // Set by the loader on a targeted run the audit observes with the last run of its release group
 // (its value: that run's job id); the forwarder takes no audit copy of it and removes it.
 inline constexpr std::string_view kObservedWith = "x-hourglass-observed-with";
+// The release probe's (delay/topology.hpp): when the audit sent it, in Unix milliseconds.
+inline constexpr std::string_view kProbe = "x-hourglass-probe";
 // Set by hourglass on release (reference §7) and on rejection (reference §4).
 inline constexpr std::string_view kId = "x-hourglass-id";
 inline constexpr std::string_view kDue = "x-hourglass-due";

@@ -7,6 +7,7 @@
 #include "audit/audit_metrics.hpp"
 #include "common/log_budget.hpp"
 #include "common/retry.hpp"
+#include "hourglass/command.hpp"
 
 namespace hourglass::audit {
 
@@ -36,13 +37,21 @@ constexpr std::size_t kOutagesKept = 8;
 // instance parked before it stopped (the check costs one read of an empty table).
 constexpr std::chrono::seconds kParkedCheck{5};
 
+// How often the audit sends a release probe (delay/topology.hpp).
+constexpr std::chrono::seconds kProbeEvery{1};
+
+bool is_probe(const Message& message) {
+    return find_header(message.properties, header::kProbe) != nullptr &&
+           find_header(message.properties, header::kId) == nullptr;
+}
+
 AuditSeams with_defaults(AuditSeams seams, const AuditOptions& audit_options) {
     if (!seams.open_store) {
         seams.open_store = store::open_release_store;
     }
     if (!seams.open_feed) {
         seams.open_feed = [](const AuditOptions& options) {
-            return open_release_feed(options.amqp, options.names.audit, options.prefetch);
+            return open_release_feed(options.amqp, options.names, options.prefetch);
         };
     }
     if (!seams.now) seams.now = [clock = audit_options.clock] { return clock->now_us(); };
@@ -67,7 +76,9 @@ public:
 
     void run(std::stop_token stop) {
         while (!stop.stop_requested()) {
-            auto wake_at = std::min(flush_at_, retry_.waiting() ? retry_.at() : parked_check_at_);
+            probe_if_due();
+            auto wake_at = std::min({flush_at_, retry_.waiting() ? retry_.at() : parked_check_at_,
+                                     probe_at_});
             auto wait = std::chrono::microseconds{100000};
             if (wake_at != kNoBatch) {
                 wait = std::max(std::chrono::microseconds{0},
@@ -101,6 +112,12 @@ private:
         return std::max(least, Milliseconds{0});
     }
 
+    void probe_if_due() {
+        if (Clock::now() < probe_at_) return;
+        feed_->send_probe(now());
+        probe_at_ = Clock::now() + kProbeEvery;
+    }
+
     // A copy from the audit queue: into the batch, or settled without a record (a release
     // doubted around an outage, a foreign message); flushes when the batch is due.
     void take(const amqp::Delivery& delivery) {
@@ -119,6 +136,9 @@ private:
                 batch_tags_.push_back(delivery.delivery_tag);
                 recording = true;
             }
+        } else if (is_probe(delivery.message)) {
+            options_.health->set_probe_returned(
+                std::chrono::time_point_cast<Milliseconds>(received_at));
         } else if (const auto grant = foreign_lines_.take(Clock::now()); grant.log) {
             spdlog::warn("audit: a message without hourglass headers on {}; ignored{}",
                          options_.names.audit, left_out_note(grant.left_out, "such messages"));
@@ -217,6 +237,7 @@ private:
     // again when `retry_` says, and looked for every kParkedCheck while none is known.
     LockedRowsRetry retry_;
     Clock::time_point parked_check_at_ = Clock::now();
+    Clock::time_point probe_at_ = Clock::now();  // when to send the next release probe
     std::size_t parked_known_ = 0;
 };
 

@@ -1,5 +1,6 @@
 #include "common/health.hpp"
 
+#include <cmath>
 #include <utility>
 
 namespace hourglass::health {
@@ -50,10 +51,31 @@ ServiceHealth::ServiceHealth(std::shared_ptr<metrics::ServiceMetrics> metrics)
           "hourglass_audit_behind_seconds",
           "How far behind the releases the audit's latest batch was (the least time from a "
           "run's due time to its copy's arrival); runs wait that much longer to be re-sent.")),
+      probe_returned_(metrics_->registry().add_gauge(
+          "hourglass_release_probe_returned_timestamp_seconds",
+          "When the audit last saw a release probe come back through the delay queues (Unix "
+          "time); while none comes back, no run is taken for lost.")),
       open_connections_(add_connection_gauges<decltype(open_connections_)>(metrics_->registry())) {}
 
 metrics::Gauge* ServiceHealth::open_connections(Component component, Peer peer) noexcept {
     return open_connections_[static_cast<std::size_t>(component)][static_cast<std::size_t>(peer)];
+}
+
+void ServiceHealth::set_probe_returned(TimePoint at) noexcept {
+    const auto at_ms = at.time_since_epoch().count();
+    const auto last_ms = static_cast<Milliseconds::rep>(std::llround(probe_returned_.value() * 1000.0));
+    if (last_ms == 0 || at_ms - last_ms > kProbeSilence.count()) {
+        releasing_since_ms_.store(at_ms, std::memory_order_relaxed);
+    }
+    probe_returned_.set(static_cast<double>(at_ms) / 1000.0);
+}
+
+std::optional<TimePoint> ServiceHealth::releasing_since(TimePoint now) const noexcept {
+    const auto last_ms = static_cast<Milliseconds::rep>(std::llround(probe_returned_.value() * 1000.0));
+    if (last_ms == 0 || now.time_since_epoch().count() - last_ms > kProbeSilence.count()) {
+        return std::nullopt;
+    }
+    return TimePoint{Milliseconds{releasing_since_ms_.load(std::memory_order_relaxed)}};
 }
 
 bool ServiceHealth::connected(Component component, Peer peer) const noexcept {

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <string>
@@ -31,6 +32,10 @@ constexpr bool connects(Component component, Peer peer) noexcept {
 }
 std::string_view to_string(Component component) noexcept;
 std::string_view to_string(Peer peer) noexcept;
+
+// Probes come back every second; this long without one is a broker that does not release (a
+// memory or disk alarm blocks publishers; a stalled queue) or an audit that does not read.
+inline constexpr Milliseconds kProbeSilence{5000};
 
 class ServiceHealth {
 public:
@@ -56,6 +61,15 @@ public:
             std::chrono::duration<double>(audit_behind_.value()));
     }
 
+    // The audit saw a release probe come back (delay/topology.hpp) at `at`: the broker was
+    // releasing then. Shown as the gauge hourglass_release_probe_returned_timestamp_seconds.
+    // The audit's thread only.
+    void set_probe_returned(TimePoint at) noexcept;
+    // Since when probes have come back without a silence longer than kProbeSilence, if the last
+    // came back within it before `now`: since when the broker releases and the audit observes.
+    // Nothing while not: then no run is taken for lost (loader::ResendRule).
+    std::optional<TimePoint> releasing_since(TimePoint now) const noexcept;
+
     // What a connection of `component` to `peer` holds while open, as a ScopedGaugeIncrement
     // (amqp::ConnectionOptions, store::StoreOptions). Null for a pair that does not connect.
     metrics::Gauge* open_connections(Component component, Peer peer) noexcept;
@@ -71,6 +85,8 @@ private:
     metrics::Gauge& migrations_current_;
     metrics::Gauge& topology_declared_;
     metrics::Gauge& audit_behind_;  // seconds
+    metrics::Gauge& probe_returned_;  // Unix seconds; 0: none yet
+    std::atomic<Milliseconds::rep> releasing_since_ms_{0};  // Unix milliseconds
     std::array<std::array<metrics::Gauge*, kPeers.size()>, kComponents.size()> open_connections_{};
 };
 

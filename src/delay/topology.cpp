@@ -18,7 +18,9 @@ TopologyNames::TopologyNames(std::string prefix_)
       copy(prefix + ".delay.copy"),
       audit(prefix + ".delay.audit"),
       audit_key(".." + prefix + ".release-copied-to-the-audit.."),
-      forward(prefix + ".delay.forward") {}
+      forward(prefix + ".delay.forward"),
+      probe(prefix + ".delay.probe"),
+      probe_returned(prefix + ".delay.probe.returned") {}
 
 void check_delay_lanes(unsigned lanes, std::string_view who) {
     if (lanes < 1 || lanes > kMaxDelayLanes) {
@@ -161,6 +163,10 @@ void declare_topology(amqp::Channel& channel, const TopologyOptions& options,
         channel.bind_exchange(names.copy, names.release, "");
         channel.declare_queue(names.audit, plain_queue);
         channel.bind_queue(names.audit, names.copy, names.audit_key);
+        auto probe_returned = plain_queue;
+        probe_returned.emplace_back("x-message-ttl", static_cast<std::int64_t>(kProbeReturnedTtl.count()));
+        channel.declare_queue(names.probe_returned, probe_returned);
+        channel.bind_queue(names.probe_returned, names.copy, names.probe_returned);
     }
 
     check_delay_lanes(options.delay_lanes, "topology");
@@ -175,6 +181,8 @@ void declare_topology(amqp::Channel& channel, const TopologyOptions& options,
     channel.declare_queue(names.forward, plain_queue);
     channel.bind_queue(names.forward, names.forward, "");
     if (options.forward_ladder) add_forward_ladder(delay_queues, names, ladder);
+    // Published with the key `probe_returned`, dead-lettered with it into the copy exchange.
+    if (options.audit) delay_queues.push_back({names.probe, kProbeTtl, names.copy});
     declare_delay_queues(channel, options.queue_type, delay_queues);
 }
 

@@ -86,6 +86,11 @@ struct TopologyNames {
     // second routing key.
     std::string audit_key;
     std::string forward;     // fanout exchange and queue of released runs with a target exchange
+    // Exchange and queue of the release probe (below): a delay queue of kProbeTtl that
+    // dead-letters into the copy exchange, whose binding on `probe_returned` queues it to the
+    // queue of that name (the audit consumes it): a probe reaches no consumer's queue.
+    std::string probe;
+    std::string probe_returned;
     // Exchange and queue of one TTL (in milliseconds) and lane: <prefix>.delay.ttl-<ttl>ms,
     // then <prefix>.delay.ttl-<ttl>ms.<lane>.
     std::string delay(Milliseconds ttl, unsigned lane = 0) const;
@@ -125,6 +130,16 @@ struct TopologyOptions {
     // Whether declare_topology declares the forward ladder (declare_forward_ladder) too.
     bool forward_ladder = true;
 };
+
+// The release probe: the audit publishes a probe into <prefix>.delay.probe every second, and
+// the broker releases it kProbeTtl later into <prefix>.delay.probe.returned, as it releases runs,
+// where the audit consumes it. Probes left there when no audit runs expire after
+// kProbeReturnedTtl. While
+// probes come back, the broker releases and the audit observes; while none does (a memory or
+// disk alarm blocks publishers, the broker or the audit is stalled), a run whose release was
+// not observed is not taken for lost (loader: resend_due_before).
+inline constexpr Milliseconds kProbeTtl{1000};
+inline constexpr Milliseconds kProbeReturnedTtl{60000};
 
 // Channels declare_topology opens beside its own for the delay queues (channel + 1 ..
 // channel + kLadderChannels), and closes again.

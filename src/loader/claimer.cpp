@@ -63,6 +63,9 @@ bool Loader::claim_round(store::ClaimStore& store, ClaimPacing& pacing, bool ref
     // Runs just given back were refused by the broker: claiming them again at once would only
     // spin; the next poll (or a wake) tries again.
     const bool claimed = claim_now && limit.runs > 0 && !refused_just_now;
+    // Asked every round, claim or not: a break it did not see would count as time observed.
+    const auto lost_if_due_before =
+        resend_rule_ ? resend_rule_->lost_if_due_before(clock_now()) : std::nullopt;
     if (claimed) {
         // The lease covers the wait in memory before the publish, then `lease`.
         const auto now = clock_now();
@@ -70,7 +73,7 @@ bool Loader::claim_round(store::ClaimStore& store, ClaimPacing& pacing, bool ref
         if (const auto cut = bursts_.cut()) horizon_end = std::min(horizon_end, *cut - Milliseconds{1});
         auto [runs, at_limit] = store.claim_due(options_.owner, horizon_end, limit,
                                                 options_.lease + ladder_.step(),
-                                                resend_due_before(now));
+                                                lost_if_due_before);
         pacing.backlog = at_limit;
         if (!runs.empty()) spdlog::debug("loader: claimed {} runs", runs.size());
         const auto resent =
@@ -284,25 +287,6 @@ void Loader::forget_lost_claims(store::ClaimStore& store) {
     spdlog::warn("loader: forgot {} claimed runs (other instances took them over) and gave back "
                  "the rest",
                  forgotten);
-}
-
-std::optional<TimePoint> Loader::resend_due_before(TimePoint now) {
-    if (!options_.resend_after) return std::nullopt;
-    // After an outage the broker first releases what it held, and the audit records it: a run
-    // counts as lost only once both had `resend_after` to do so.
-    using health::Component, health::Peer;
-    const auto& health = *options_.health;
-    const bool observing = health.connected(Component::loader, Peer::rabbitmq) &&
-                           health.connected(Component::audit, Peer::rabbitmq) &&
-                           health.connected(Component::audit, Peer::postgresql);
-    if (!observing) {
-        observing_since_.reset();
-        return std::nullopt;
-    }
-    if (!observing_since_) observing_since_ = now;
-    if (now - *observing_since_ < *options_.resend_after) return std::nullopt;
-    // A run's copy may still wait in the audit queue behind the backlog the audit reports.
-    return now - *options_.resend_after - health.audit_behind();
 }
 
 void Loader::finish_claims(store::ClaimStore& store) {

@@ -73,7 +73,9 @@ Loader::Loader(LoaderOptions options, NextRunFunction next_run, LoaderSeams seam
                                         .capacity = options_.max_in_memory_runs,
                                         .now = seams_.steady_now}),
       bursts_(options_.burst_min_runs, options_.max_burst_runs > 0, options_.horizon,
-              ladder_.step(), kMaxSharedInstants) {}
+              ladder_.step(), kMaxSharedInstants) {
+    if (options_.resend_after) resend_rule_.emplace(*options_.resend_after, options_.health);
+}
 
 Loader::~Loader() = default;
 

@@ -39,6 +39,7 @@
 #include "hourglass/job.hpp"
 #include "common/database_clock.hpp"
 #include "common/health.hpp"
+#include "loader/resend_rule.hpp"
 #include "common/metrics.hpp"
 #include "loader/burst_planner.hpp"
 #include "loader/claimer_inbox.hpp"
@@ -283,7 +284,6 @@ private:
     // The publisher and the recorder have ended (after `stop`).
     bool other_threads_done() const { return confirmed_.closed() && recorder_done_; }
     TimePoint clock_now() const { return std::chrono::time_point_cast<Milliseconds>(seams_.now()); }
-    std::optional<TimePoint> resend_due_before(TimePoint now);
 
     LoaderOptions options_;
     NextRunFunction next_run_;
@@ -310,8 +310,8 @@ private:
     BurstPlanner bursts_;
     std::atomic<bool> recorder_done_{false};  // every confirmed run recorded after the publisher stopped
     std::atomic<std::uint64_t> handed_over_total_{0};
-    // Claimer thread only: since when the loader and the audit are connected without a break.
-    std::optional<TimePoint> observing_since_;
+    // Claimer thread only: when a run handed over counts as lost (unset without --resend-after).
+    std::optional<ResendRule> resend_rule_;
 };
 
 }  // namespace hourglass::loader

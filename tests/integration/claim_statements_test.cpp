@@ -187,6 +187,23 @@ TEST_F(ClaimStatements, a_claim_stops_at_its_byte_budget_and_says_whether_more_i
     EXPECT_EQ(claim({.runs = 1000, .bytes = 1000}), std::make_pair(Ids{"small"}, false));
 }
 
+// A run is re-sent as lost only once its hand-over was recorded before the cutoff too: a
+// publish the broker held (a memory alarm across the instant of a burst) is published at its
+// instant but confirmed, and recorded, only when the broker lets it go, and its copy is
+// recorded after that. Its due time and publish time long past, it looked lost at once.
+TEST_F(ClaimStatements, a_run_whose_hand_over_was_just_recorded_is_not_resent) {
+    store::migrate(*db_, schema_, false);
+    store::JobStore store({pg_url_, schema_});
+    sql("INSERT INTO jobs (id, routing_key, due_at, body, properties, state, runs, enqueued_at, "
+        "audited, updated_at) SELECT id, 'jobs.test', now() - interval '5 minutes', '\\x00', '{}', "
+        "'enqueued', 1, now() - interval '5 minutes', true, now() - age "
+        "FROM (VALUES ('recorded-long-ago', interval '5 minutes'), ('recorded-now', interval '0')) v(id, age)");
+    const auto taken = store.claim_due("loader", now_ms() + 60s, {.runs = 10}, 60s, now_ms() - 60s);
+    ASSERT_EQ(taken.runs.size(), 1u);
+    EXPECT_EQ(taken.runs[0].id, "recorded-long-ago");
+    EXPECT_TRUE(taken.runs[0].resent);
+}
+
 // An operator's open transaction holds one claimed row: the record of a batch neither waits for
 // it nor fails; it records the others and returns the runs it left (that one, and a run observed
 // with it). A row deleted meanwhile is not waited for either.

@@ -28,15 +28,17 @@ expired AS (
     AND lease_owner <> $1 AND state = 'pending' AND EXISTS (SELECT 1 FROM claimer)
     AND lease_owner NOT IN (SELECT id FROM owners)
   ORDER BY lease_until LIMIT $3 FOR UPDATE SKIP LOCKED),
--- One-shot runs handed over but not observed long after they were due (and after they were
--- last handed over): the broker lost them (see resend_due_before). NULL $5 turns this off.
+-- One-shot runs handed over but not observed long after they were due, after they were last
+-- published, and after that hand-over was recorded (a publish the broker held is recorded only
+-- once it confirms, just before it releases): the broker lost them (loader::ResendRule). NULL
+-- $5 turns this off.
 -- Runs handed over with the audit off were never to be observed (migration 009).
 -- Nor runs whose release, or their group's, is parked (migration 012): it was observed, and
 -- is recorded once another transaction's lock ends.
 unobserved AS (
   SELECT id, due_at, octet_length(body) + pg_column_size(properties) AS bytes FROM jobs u
   WHERE state = 'enqueued' AND due_at < $5
-    AND enqueued_at < $5 AND audited AND EXISTS (SELECT 1 FROM claimer)
+    AND enqueued_at < $5 AND updated_at < $5 AND audited AND EXISTS (SELECT 1 FROM claimer)
     -- A resend claimed by a live owner stays its own however long its publish takes (a
     -- memory alarm), as any claim.
     AND (lease_owner IS NULL OR (lease_until < now() AND lease_owner <> $1

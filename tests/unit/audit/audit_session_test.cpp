@@ -49,6 +49,11 @@ struct FakeWorld {
     std::size_t parked_batch = 1000;  // parked releases one record takes at most
     std::size_t runs_per_copy = 1;  // runs each copy's release group records
     int feeds_opened = 0;
+    // Whether the broker releases probes: while not (an alarm), they wait in `blocked_probes`.
+    // Off unless a test turns it on, so that no probe comes between the others' copies.
+    bool releasing = false;
+    std::vector<Message> blocked_probes;
+    int probes_sent = 0;
     std::atomic<std::int64_t> now_us{kNoon.time_since_epoch().count()};
 
     void deliver(Message message) {
@@ -58,6 +63,13 @@ struct FakeWorld {
     void lose_connection(std::string broker_reply = "") {
         std::lock_guard lock(mutex);
         queue.emplace_back(LoseConnection{std::move(broker_reply)});
+    }
+    void set_releasing(bool now_releasing) {
+        std::lock_guard lock(mutex);
+        releasing = now_releasing;
+        if (!releasing) return;
+        for (auto& probe : blocked_probes) queue.emplace_back(std::move(probe));
+        blocked_probes.clear();
     }
     std::vector<std::string> events() {
         std::lock_guard lock(mutex);
@@ -102,6 +114,19 @@ public:
         std::erase_if(unacked_, [&](const auto& entry) {
             return multiple ? entry.first <= delivery_tag : entry.first == delivery_tag;
         });
+    }
+
+    void send_probe(TimePoint sent_at) override {
+        Message probe;
+        set_header(probe.properties, std::string(header::kProbe),
+                   static_cast<std::int64_t>(sent_at.time_since_epoch().count()));
+        std::lock_guard lock(world_.mutex);
+        ++world_.probes_sent;
+        if (world_.releasing) {
+            world_.queue.emplace_back(std::move(probe));
+        } else {
+            world_.blocked_probes.push_back(std::move(probe));
+        }
     }
 
 private:
@@ -242,6 +267,34 @@ TEST_F(AuditSessionTest, each_batch_says_how_far_behind_the_releases_the_audit_i
     world.deliver(released_copy("fresh"));  // due at noon, arriving at noon
     ASSERT_TRUE(eventually(has_size(4)));
     EXPECT_EQ(options.health->audit_behind(), 0s);
+}
+
+// Release probes (delay/topology.hpp): one a second, each acked unrecorded and noted in the
+// service's health when it comes back; while the broker holds them (an alarm) the health says
+// the broker does not release, and once it lets them go, since when it releases again.
+TEST_F(AuditSessionTest, probes_go_out_every_second_and_their_return_says_the_broker_releases) {
+    options.batch_wait = 20ms;
+    options.health = std::make_shared<health::ServiceHealth>(std::make_shared<metrics::ServiceMetrics>());
+    const auto releasing_since = [&] {
+        return options.health->releasing_since(TimePoint{Milliseconds{world.now_us / 1000}});
+    };
+    world.set_releasing(true);
+    start();
+    ASSERT_TRUE(eventually([](const auto& events) { return !events.empty() && events.back() == "ack 1"; }));
+    EXPECT_EQ(releasing_since(), TimePoint{std::chrono::duration_cast<Milliseconds>(kNoon.time_since_epoch())});
+    EXPECT_TRUE(world.recorded_ids.empty()) << "a probe is no release";
+
+    world.set_releasing(false);  // an alarm: probes sent, none back
+    world.now_us += 6'000'000;
+    EXPECT_TRUE(eventually([&](const auto&) {
+        std::lock_guard lock(world.mutex);
+        return world.blocked_probes.size() >= 1;
+    })) << "the next probe goes out a second after the first";
+    EXPECT_EQ(releasing_since(), std::nullopt);
+
+    world.set_releasing(true);  // the alarm ends: the probes held come back
+    ASSERT_TRUE(eventually([&](const auto&) { return releasing_since().has_value(); }));
+    EXPECT_EQ(releasing_since(), TimePoint{std::chrono::duration_cast<Milliseconds>(kNoon.time_since_epoch()) + 6s});
 }
 
 TEST_F(AuditSessionTest, a_full_batch_is_recorded_at_once_and_the_rest_waits_for_batch_wait) {

@@ -138,5 +138,26 @@ TEST_F(HealthTest, start_up_facts_are_gauges_too) {
     EXPECT_EQ(parsed.value("hourglass_topology_declared"), 1);
 }
 
+// Release probes (delay/topology.hpp): the broker releases since the first probe after the
+// last silence longer than kProbeSilence, and not at all once the last probe is that old.
+TEST_F(HealthTest, releasing_since_the_first_probe_after_the_last_silence) {
+    const TimePoint noon{Milliseconds{1795608000000}};
+    const auto at = [&](int ms) { return noon + Milliseconds{ms}; };
+    EXPECT_EQ(health_.releasing_since(noon), std::nullopt) << "no probe yet";
+    health_.set_probe_returned(at(123));
+    EXPECT_EQ(health_.releasing_since(at(200)), at(123));
+    for (int ms = 1123; ms <= 10123; ms += 1000) health_.set_probe_returned(at(ms));
+    EXPECT_EQ(health_.releasing_since(at(10200)), at(123)) << "probes every second: no break";
+    EXPECT_EQ(health_.releasing_since(at(10123) + kProbeSilence), at(123));
+    EXPECT_EQ(health_.releasing_since(at(10124) + kProbeSilence), std::nullopt) << "silent";
+    // An alarm: the probes of its minute come back all at once when it ends.
+    health_.set_probe_returned(at(70000));
+    health_.set_probe_returned(at(70001));
+    EXPECT_EQ(health_.releasing_since(at(70500)), at(70000)) << "counted again from its end";
+    const auto parsed = prom::parse(metrics_->registry().render_prometheus());
+    EXPECT_DOUBLE_EQ(parsed.value("hourglass_release_probe_returned_timestamp_seconds"),
+                     1795608070.001);
+}
+
 }  // namespace
 }  // namespace hourglass::health

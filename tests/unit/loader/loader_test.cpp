@@ -857,8 +857,8 @@ TEST_F(LoaderTest, heartbeats_set_the_clock_they_were_given_to_postgresqls) {
 }
 
 // Runs count as lost (--resend-after) only while the service's health says the loader and the
-// audit are connected: the audit records what the broker releases, and without it every run
-// would look lost.
+// audit are connected and the broker releases (loader::ResendRule, tested on its own clock in
+// resend_rule_test.cpp): the claimer asks it on every claim.
 TEST_F(LoaderTest, counts_runs_as_lost_only_while_its_health_says_the_audit_is_connected) {
     using health::Component, health::Peer;
     auto loader_options = options();
@@ -875,6 +875,7 @@ TEST_F(LoaderTest, counts_runs_as_lost_only_while_its_health_says_the_audit_is_c
                                           std::pair{Component::audit, Peer::rabbitmq}}) {
         open.emplace_back(service_health->open_connections(component, peer));
     }
+    service_health->set_probe_returned(in(0ms));  // the broker releases
     std::this_thread::sleep_for(400ms);  // claims every 20 ms: the audit has no database
     EXPECT_EQ(resend_before(), std::nullopt);
 

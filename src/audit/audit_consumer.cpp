@@ -54,7 +54,9 @@ AuditSeams with_defaults(AuditSeams seams, const AuditOptions& audit_options) {
             return open_release_feed(options.amqp, options.names, options.prefetch);
         };
     }
-    if (!seams.now) seams.now = [clock = audit_options.clock] { return clock->now_us(); };
+    // The latest PostgreSQL's clock may read (DatabaseClock::latest_us): a release is never
+    // recorded as before the instant it was observed.
+    if (!seams.now) seams.now = [clock = audit_options.clock] { return clock->latest_us(); };
     return seams;
 }
 

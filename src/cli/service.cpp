@@ -131,7 +131,8 @@ bool Service::migrate(std::stop_token stop) {
 }
 
 void Service::follow_database_clock() {
-    const auto offset = store::open_claim_store(options_.store())->measure_clock_offset();
+    const auto measured = store::open_claim_store(options_.store())->measure_clock_offset();
+    const auto offset = measured.offset;
     const auto offset_ms = std::chrono::duration_cast<Milliseconds>(offset).count();
     if (std::chrono::abs(offset) > loader_options_.max_clock_offset) {
         throw std::runtime_error(
@@ -140,7 +141,7 @@ void Service::follow_database_clock() {
             "--max-clock-offset (" + options_.max_clock_offset +
             "): synchronise it (NTP), or raise --max-clock-offset to run corrected");
     }
-    clock_->follow(offset);
+    clock_->follow(measured);
     spdlog::info("clock: {} ms from PostgreSQL's, corrected", -offset_ms);
 }
 

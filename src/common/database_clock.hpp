@@ -19,6 +19,14 @@
 
 namespace hourglass {
 
+// One measurement of PostgreSQL's clock against this host's: the offset (PostgreSQL's minus
+// the host's) as its lower bound, and the round trip it was read within, which bounds how much
+// the true offset may exceed it.
+struct ClockOffset {
+    std::chrono::microseconds offset{0};
+    std::chrono::microseconds round_trip{0};
+};
+
 class DatabaseClock {
 public:
     using Microseconds = std::chrono::microseconds;
@@ -40,18 +48,28 @@ public:
                std::chrono::duration_cast<Microseconds>(steady.time_since_epoch());
     }
 
+    // The latest PostgreSQL's clock may read now: now_us() never runs ahead of it, and lags it
+    // by up to the last measurement's round trip. What stamps an observation (the audit's
+    // `released_at`), so that a release measured after a quicker measurement than the one its
+    // publish followed never reads as earlier than its due time.
+    SystemTime latest_us() const noexcept { return latest_us_at(std::chrono::steady_clock::now()); }
+    SystemTime latest_us_at(SteadyTime steady) const noexcept {
+        return now_us_at(steady) + Microseconds{round_trip_us_.load(std::memory_order_relaxed)};
+    }
     // PostgreSQL's clock minus this host's, as last measured (0 until measured).
     Microseconds offset() const noexcept {
         return Microseconds{offset_us_.load(std::memory_order_relaxed)};
     }
     // Called by whoever measured `offset`, right after measuring it; read by every thread.
-    void follow(Microseconds offset) noexcept {
-        follow(offset, std::chrono::time_point_cast<Microseconds>(std::chrono::system_clock::now()),
+    void follow(ClockOffset measured) noexcept {
+        follow(measured, std::chrono::time_point_cast<Microseconds>(std::chrono::system_clock::now()),
                std::chrono::steady_clock::now());
     }
     // The same with the host's two clocks read at one instant (tests give them).
-    void follow(Microseconds offset, SystemTime system, SteadyTime steady) noexcept {
+    void follow(ClockOffset measured, SystemTime system, SteadyTime steady) noexcept {
+        const auto offset = measured.offset;
         offset_us_.store(offset.count(), std::memory_order_relaxed);
+        round_trip_us_.store(measured.round_trip.count(), std::memory_order_relaxed);
         const auto database = system + offset;
         steady_to_database_us_.store(
             (database.time_since_epoch() -
@@ -63,6 +81,7 @@ public:
 
 private:
     std::atomic<std::int64_t> offset_us_{0};
+    std::atomic<std::int64_t> round_trip_us_{0};  // of the last measurement
     // PostgreSQL's clock minus the monotonic clock, at the last measurement.
     std::atomic<std::int64_t> steady_to_database_us_{0};
     std::atomic<bool> anchored_{false};

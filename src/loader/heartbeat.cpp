@@ -97,8 +97,9 @@ void Loader::give_back_orphaned_claims(store::ClaimStore& store) {
 // this host's offset to it; the one clock (LoaderOptions::clock) corrects for it, so a host
 // whose clock runs ahead does not release early. An offset beyond --max-clock-offset is refused
 // at start (cli) and logged here.
-void Loader::follow_database_clock(std::chrono::microseconds offset) {
-    options_.clock->follow(offset);
+void Loader::follow_database_clock(ClockOffset measured) {
+    options_.clock->follow(measured);
+    const auto offset = measured.offset;
     metrics_.set_clock_offset(offset);
     const bool beyond = std::chrono::abs(offset) > options_.max_clock_offset;
     if (beyond && !clock_offset_reported_) {

@@ -240,7 +240,7 @@ private:
     void forget_recorded(const std::vector<HandedOverRun>& handed_over,
                          const std::vector<HandedOverRun>& left);
     void forget_lost_claims(store::ClaimStore& store);
-    void follow_database_clock(std::chrono::microseconds offset);
+    void follow_database_clock(ClockOffset measured);
     // Asks for real-time scheduling of the calling publisher thread, as --realtime-publisher says.
     void make_publisher_realtime();
     void publish_loop(std::stop_token stop);

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "common/database_clock.hpp"
 #include "hourglass/job.hpp"
 #include "hourglass/time.hpp"
 
@@ -91,8 +92,9 @@ public:
     virtual std::size_t release_orphaned_claims(const std::string& owner,
                                                 const std::vector<std::string>& ids,
                                                 Milliseconds lease, Milliseconds age) = 0;
-    // The store's clock minus this host's, never overestimated (see JobStore).
-    virtual std::chrono::microseconds measure_clock_offset() = 0;
+    // The store's clock minus this host's, never overestimated, and the round trip that bounds
+    // its error (see JobStore).
+    virtual ClockOffset measure_clock_offset() = 0;
     // Gives back every claim `owner` still holds.
     virtual void release_all_claims(const std::string& owner) = 0;
     // Unregisters `owner` (a clean stop).

@@ -266,7 +266,7 @@ std::size_t JobStore::release_orphaned_claims(const std::string& owner,
     return static_cast<std::size_t>(result.affected_rows());
 }
 
-std::chrono::microseconds JobStore::measure_clock_offset() {
+ClockOffset JobStore::measure_clock_offset() {
     // PostgreSQL read its clock between `before` and `after`. Of the offsets that allows, take
     // the smallest (database − after): the corrected clock then never runs ahead of
     // PostgreSQL's, so a measuring error can only make a release late by the round trip, never
@@ -286,7 +286,7 @@ std::chrono::microseconds JobStore::measure_clock_offset() {
                           std::chrono::duration_cast<std::chrono::microseconds>(after.time_since_epoch());
         }
     }
-    return *best_offset;
+    return {*best_offset, std::chrono::duration_cast<std::chrono::microseconds>(best_round_trip)};
 }
 
 void JobStore::release_all_claims(const std::string& owner) {

@@ -92,7 +92,7 @@ public:
                                         Milliseconds lease, Milliseconds age) override;
     // PostgreSQL's clock minus this host's system clock, rounded down by up to a round trip
     // (so that correcting by it never makes this host's clock run ahead of PostgreSQL's).
-    std::chrono::microseconds measure_clock_offset() override;
+    ClockOffset measure_clock_offset() override;
     // Gives back every claim `owner` still holds (after it may have been declared dead).
     void release_all_claims(const std::string& owner) override;
     // Unregisters `owner` (a clean stop).

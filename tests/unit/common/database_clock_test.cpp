@@ -23,7 +23,7 @@ TEST(DatabaseClock, is_the_hosts_clock_until_it_follows_an_offset) {
 
 TEST(DatabaseClock, follows_the_offset_it_is_given_in_both_precisions) {
     DatabaseClock clock;
-    clock.follow(-90s);  // PostgreSQL's clock is 90 s behind this host's
+    clock.follow({.offset = -90s});  // PostgreSQL's clock is 90 s behind this host's
     const auto before = now_us();
     const auto read_us = clock.now_us();
     const auto read_ms = clock.now_ms();
@@ -35,7 +35,7 @@ TEST(DatabaseClock, follows_the_offset_it_is_given_in_both_precisions) {
     EXPECT_GE(read_ms, std::chrono::floor<Milliseconds>(before - 90s));
     EXPECT_LE(read_ms, after - 90s);
 
-    clock.follow(2500us);
+    clock.follow({.offset = 2500us});
     EXPECT_EQ(clock.offset(), 2500us);
     EXPECT_GE(clock.now_us(), after + 2500us);
 }
@@ -43,7 +43,7 @@ TEST(DatabaseClock, follows_the_offset_it_is_given_in_both_precisions) {
 TEST(DatabaseClock, one_clock_shared_is_followed_by_every_holder) {
     const auto clock = std::make_shared<DatabaseClock>();
     const std::shared_ptr<const DatabaseClock> reader = clock;
-    clock->follow(1h);
+    clock->follow({.offset = 1h});
     EXPECT_EQ(reader->offset(), 1h);
     EXPECT_GE(reader->now_ms(), std::chrono::floor<Milliseconds>(now_us()) + 59min);
 }
@@ -56,13 +56,29 @@ TEST(DatabaseClock, runs_on_the_monotonic_clock_between_measurements) {
     const auto system = std::chrono::time_point_cast<std::chrono::microseconds>(
         std::chrono::sys_days{std::chrono::year{2026} / 12 / 6});
     const std::chrono::steady_clock::time_point steady{std::chrono::hours{100}};
-    clock.follow(250ms, system, steady);
+    clock.follow({.offset = 250ms}, system, steady);
     EXPECT_EQ(clock.now_us_at(steady), system + 250ms);
     EXPECT_EQ(clock.now_us_at(steady + 1500ms), system + 1750ms);
     // The host's clock stepped 5 s ahead meanwhile: the next measurement says 5 s less.
-    clock.follow(250ms - 5s, system + 2s + 5s, steady + 2s);
+    clock.follow({.offset = 250ms - 5s}, system + 2s + 5s, steady + 2s);
     EXPECT_EQ(clock.now_us_at(steady + 2s), system + 2250ms);
     EXPECT_EQ(clock.offset(), 250ms - 5s);
+}
+
+// A measurement bounds PostgreSQL's clock from below (it never runs ahead, so nothing is
+// published early) and its round trip bounds it from above: what stamps an observation reads
+// the upper bound, so that a release seen after a quicker measurement than the one its publish
+// followed never reads as before its due time (it read 1.3 ms early in a soak on a busy host).
+TEST(DatabaseClock, the_latest_it_may_be_is_the_last_measurements_round_trip_ahead) {
+    DatabaseClock clock;
+    const auto system = std::chrono::time_point_cast<std::chrono::microseconds>(
+        std::chrono::sys_days{std::chrono::year{2026} / 12 / 6});
+    const std::chrono::steady_clock::time_point steady{std::chrono::hours{100}};
+    clock.follow({.offset = 250ms, .round_trip = 3ms}, system, steady);
+    EXPECT_EQ(clock.now_us_at(steady + 1s), system + 1250ms);
+    EXPECT_EQ(clock.latest_us_at(steady + 1s), system + 1253ms);
+    clock.follow({.offset = 251ms, .round_trip = 200us}, system + 2s, steady + 2s);
+    EXPECT_EQ(clock.latest_us_at(steady + 2s), system + 2251200us);
 }
 
 }  // namespace

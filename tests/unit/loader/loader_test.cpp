@@ -241,10 +241,10 @@ public:
         }
         return released;
     }
-    std::chrono::microseconds measure_clock_offset() override {
+    ClockOffset measure_clock_offset() override {
         std::lock_guard lock(db_.mutex);
         db_.check_reachable();
-        return db_.clock_offset;
+        return {db_.clock_offset, std::chrono::microseconds{0}};
     }
     void release_all_claims(const std::string& owner) override {
         std::lock_guard lock(db_.mutex);

@@ -30,9 +30,9 @@ public:
 };
 
 // Connects (named "hourglass audit"), sets the prefetch and consumes the audit queue of
-// `names` and the queue probes come back to; probes go out on a second connection ("hourglass probe"), so that a broker that
-// blocks publishers (and then reads nothing from their connection, acks included) never
-// stops the audit's consuming.
+// `names` and the queue probes come back to. Probes go out on a second connection
+// ("hourglass probe"), so that a broker that blocks publishers (and then reads nothing from
+// their connection, acks included) never stops the audit's consuming.
 std::unique_ptr<ReleaseFeed> open_release_feed(amqp::ConnectionOptions options,
                                                const delay::TopologyNames& names,
                                                std::uint16_t prefetch);

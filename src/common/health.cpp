@@ -61,9 +61,13 @@ metrics::Gauge* ServiceHealth::open_connections(Component component, Peer peer) 
     return open_connections_[static_cast<std::size_t>(component)][static_cast<std::size_t>(peer)];
 }
 
+Milliseconds::rep ServiceHealth::probe_returned_ms() const noexcept {
+    return static_cast<Milliseconds::rep>(std::llround(probe_returned_.value() * 1000.0));
+}
+
 void ServiceHealth::set_probe_returned(TimePoint at) noexcept {
     const auto at_ms = at.time_since_epoch().count();
-    const auto last_ms = static_cast<Milliseconds::rep>(std::llround(probe_returned_.value() * 1000.0));
+    const auto last_ms = probe_returned_ms();
     if (last_ms == 0 || at_ms - last_ms > kProbeSilence.count()) {
         releasing_since_ms_.store(at_ms, std::memory_order_relaxed);
     }
@@ -71,7 +75,7 @@ void ServiceHealth::set_probe_returned(TimePoint at) noexcept {
 }
 
 std::optional<TimePoint> ServiceHealth::releasing_since(TimePoint now) const noexcept {
-    const auto last_ms = static_cast<Milliseconds::rep>(std::llround(probe_returned_.value() * 1000.0));
+    const auto last_ms = probe_returned_ms();
     if (last_ms == 0 || now.time_since_epoch().count() - last_ms > kProbeSilence.count()) {
         return std::nullopt;
     }

@@ -81,6 +81,8 @@ public:
     std::optional<std::string> readiness_problem(bool audit_enabled) const;
 
 private:
+    Milliseconds::rep probe_returned_ms() const noexcept;  // 0: none yet
+
     std::shared_ptr<metrics::ServiceMetrics> metrics_;
     metrics::Gauge& migrations_current_;
     metrics::Gauge& topology_declared_;

@@ -1,7 +1,4 @@
-// The loader's claimer thread: claims runs due within the horizon into the schedule, within
-// the memory bounds (MemoryLedger) and the burst plan (BurstPlanner), and gives back what the
-// broker refused.
-#include "loader/loader.hpp"
+#include "loader/claimer.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -10,19 +7,31 @@
 #include <utility>
 #include <vector>
 
-#include "common/retry.hpp"
 #include "common/text.hpp"
 #include "common/thread_name.hpp"
+#include "delay/release_messages.hpp"
+#include "hourglass/command.hpp"
 
 namespace hourglass::loader {
 
-std::vector<std::string> Loader::give_back_refused(store::ClaimStore& store,
-                                                   std::vector<std::string>& held_give_backs,
-                                                   LockedRowsRetry& retry) {
-    auto [given_back, deferred] = to_give_back_.take();
+Claimer::Claimer(Options options, Neighbours neighbours, Seams seams, StageClock clock)
+    : options_(std::move(options)),
+      with_(std::move(neighbours)),
+      seams_(std::move(seams)),
+      clock_(std::move(clock)),
+      bursts_(options_.burst_min_runs, options_.bursts, options_.horizon, with_.ladder.step(),
+              options_.max_shared_instants),
+      forward_ladder_declared_(options_.forward_ladder_declared) {
+    if (options_.resend_after) resend_rule_.emplace(*options_.resend_after, options_.health);
+}
+
+std::vector<std::string> Claimer::give_back_refused(store::ClaimStore& store) {
+    auto& held_give_backs = held_give_backs_;
+    auto& retry = retry_;
+    auto [given_back, deferred] = with_.to_give_back.take();
     auto to_give_back = given_back;
     to_give_back.insert(to_give_back.end(), deferred.begin(), deferred.end());
-    const bool tried_held = retry.due(seams_.steady_now());
+    const bool tried_held = retry.due(clock_.steady());
     if (tried_held) {
         to_give_back.insert(to_give_back.end(), held_give_backs.begin(), held_give_backs.end());
         held_give_backs.clear();
@@ -31,7 +40,7 @@ std::vector<std::string> Loader::give_back_refused(store::ClaimStore& store,
     try {
         left = store.release_claims(options_.owner, to_give_back);
     } catch (...) {
-        to_give_back_.refused(to_give_back);
+        with_.to_give_back.refused(to_give_back);
         throw;
     }
     if (!given_back.empty() && to_give_back.size() > left.size()) {
@@ -44,20 +53,20 @@ std::vector<std::string> Loader::give_back_refused(store::ClaimStore& store,
                      left.size());
     }
     held_give_backs.insert(held_give_backs.end(), left.begin(), left.end());
-    retry.settled(seams_.steady_now(), !held_give_backs.empty(), tried_held);
+    retry.settled(clock_.steady(), !held_give_backs.empty(), tried_held);
     return given_back;
 }
 
-bool Loader::claim_round(store::ClaimStore& store, ClaimPacing& pacing, bool refused_just_now) {
-    const auto room = board_.room_for_claim();
+bool Claimer::claim_round(store::ClaimStore& store, Pacing& pacing, bool refused_just_now) {
+    const auto room = with_.board.room_for_claim();
     // A recorder far behind (PostgreSQL slow for it alone) holds claims back: the confirmed
     // runs waiting for it are bounded too.
-    store::ClaimLimit limit{.runs = confirmed_.full() ? 0 : room.runs, .bytes = room.bytes};
-    const bool woken = claimer_doorbell_.take_claim_asked();
-    const auto steady_now = seams_.steady_now();
+    store::ClaimLimit limit{.runs = with_.confirmed.full() ? 0 : room.runs, .bytes = room.bytes};
+    const bool woken = with_.doorbell.take_claim_asked();
+    const auto steady_now = clock_.steady();
     // A burst whose runs wait in the store is a step away: claim them now, within the others'
     // bounds, so that they are in hand by the instant.
-    const bool cut_reached = bursts_.cut_reached(clock_now());
+    const bool cut_reached = bursts_.cut_reached(clock_.now());
     const bool claim_now = pacing.backlog || woken || cut_reached || steady_now >= pacing.next_claim;
     if (claim_now) pacing.next_claim = steady_now + options_.poll_interval;
     // Runs just given back were refused by the broker: claiming them again at once would only
@@ -65,15 +74,14 @@ bool Loader::claim_round(store::ClaimStore& store, ClaimPacing& pacing, bool ref
     const bool claimed = claim_now && limit.runs > 0 && !refused_just_now;
     // Asked every round, claim or not: a break it did not see would count as time observed.
     const auto lost_if_due_before =
-        resend_rule_ ? resend_rule_->lost_if_due_before(clock_now()) : std::nullopt;
+        resend_rule_ ? resend_rule_->lost_if_due_before(clock_.now()) : std::nullopt;
     if (claimed) {
         // The lease covers the wait in memory before the publish, then `lease`.
-        const auto now = clock_now();
+        const auto now = clock_.now();
         auto horizon_end = now + options_.horizon;
         if (const auto cut = bursts_.cut()) horizon_end = std::min(horizon_end, *cut - Milliseconds{1});
         auto [runs, at_limit] = store.claim_due(options_.owner, horizon_end, limit,
-                                                options_.lease + ladder_.step(),
-                                                lost_if_due_before);
+                                                options_.claim_lease, lost_if_due_before);
         pacing.backlog = at_limit;
         if (!runs.empty()) spdlog::debug("loader: claimed {} runs", runs.size());
         const auto resent =
@@ -82,7 +90,7 @@ bool Loader::claim_round(store::ClaimStore& store, ClaimPacing& pacing, bool ref
             spdlog::warn("loader: publishing {} runs again: handed over, but not released {} ms "
                          "after their due time",
                          resent, options_.resend_after->count());
-            metrics_.count_runs_resent(static_cast<std::size_t>(resent));
+            with_.metrics.count_runs_resent(static_cast<std::size_t>(resent));
         }
         set_aside_unpublishable(store, runs);
         // Runs given back wait for the next poll, as refused ones do.
@@ -93,82 +101,77 @@ bool Loader::claim_round(store::ClaimStore& store, ClaimPacing& pacing, bool ref
     }
     // Ingest claims at insert only what no claim would take first: nothing is left in the
     // store for want of room, and no burst waits there.
-    insert_claims_.set_open(!pacing.backlog && !bursts_.cut());
+    with_.insert_claims.set_open(!pacing.backlog && !bursts_.cut());
     return pacing.backlog && claimed;
 }
 
-void Loader::wait_for_claim_work(std::stop_token stop, const ClaimPacing& pacing, bool threads_done) {
-    if (stop.stop_requested()) insert_claims_.set_open(false);
-    auto wait = std::max(std::chrono::steady_clock::duration::zero(),
-                         pacing.next_claim - seams_.steady_now());
+void Claimer::wait_for_work(std::stop_token stop, const Pacing& pacing, bool others_done) {
+    if (stop.stop_requested()) with_.insert_claims.set_open(false);
+    auto wait = std::max(std::chrono::steady_clock::duration::zero(), pacing.next_claim - clock_.steady());
     if (const auto cut = bursts_.cut()) {
         wait = std::min<std::chrono::steady_clock::duration>(
-            wait, std::max(Milliseconds{0}, *cut - ladder_.step() - clock_now()));
+            wait, std::max(Milliseconds{0}, *cut - with_.ladder.step() - clock_.now()));
     }
-    claimer_doorbell_.wait_for(wait, [&] {
+    with_.doorbell.wait_for(wait, [&] {
         // With a backlog, confirms that free room for a whole batch (or all of a smaller
         // limit) start the next claim at once.
         const auto room_for_a_batch = [&] {
-            return board_.has_room_for(std::min(options_.claim_batch, options_.max_in_memory_runs)) &&
-                   !confirmed_.full();
+            return with_.board.has_room_for(std::min(options_.claim_batch, options_.max_in_memory_runs)) &&
+                   !with_.confirmed.full();
         };
-        const bool done = other_threads_done();
-        return to_give_back_.any_refused() || (pacing.backlog && room_for_a_batch()) ||
-               done != threads_done || (stop.stop_requested() && done);
+        const bool done = with_.other_stages_done();
+        return with_.to_give_back.any_refused() || (pacing.backlog && room_for_a_batch()) ||
+               done != others_done || (stop.stop_requested() && done);
     });
 }
 
-void Loader::claim_loop(std::stop_token stop) {
+void Claimer::run(std::stop_token stop, const store::StoreOptions& store_options) {
     // After `stop` the claimer keeps going until the publisher has finished, so that confirmed
     // runs are recorded. If the database fails after `stop`, leases simply expire.
-    // Runs to give back whose rows another transaction holds: given back when `retry` says, and
-    // meanwhile claimed by nobody else (this instance's lease), nor held up by anything.
-    std::vector<std::string> held_give_backs;
-    LockedRowsRetry retry;
     run_with_reconnect("loader (PostgreSQL)", stop, [&] {
-        const auto connected = seams_.open_store(options_.store);
+        const auto connected = seams_.open_store(store_options);
         auto& store = *connected;
         spdlog::info("loader: connected to PostgreSQL");
         // No claims at insert while the claimer is away: it schedules them.
-        const auto close_on_exit = std::unique_ptr<Loader, void (*)(Loader*)>(
-            this, [](Loader* loader) { loader->insert_claims_.set_open(false); });
+        const auto close_on_exit = std::unique_ptr<InsertClaimDesk, void (*)(InsertClaimDesk*)>(
+            &with_.insert_claims, [](InsertClaimDesk* desk) { desk->set_open(false); });
         // Claims run every poll interval, at once when woken, and back to back while each
         // stops at its limit (a hotspot, or memory freed by confirms while one remains).
-        ClaimPacing pacing{.next_claim = seams_.steady_now(), .backlog = true};
+        Pacing pacing{.next_claim = clock_.steady(), .backlog = true};
         while (true) {
-            if (leases_.claims_lost()) forget_lost_claims(store);
+            if (with_.leases.claims_lost()) forget_lost_claims(store);
             if (stop.stop_requested()) take_insert_claims(true);  // gives them back
-            const bool threads_done = other_threads_done();  // after `stop`
-            const auto given_back = give_back_refused(store, held_give_backs, retry);
+            const bool others_done = with_.other_stages_done();  // after `stop`
+            const auto given_back = give_back_refused(store);
             if (stop.stop_requested()) {
-                if (threads_done) {
-                    insert_claims_.close(kInsertClaimsCloseWait);
+                if (others_done) {
+                    with_.insert_claims.close(kInsertClaimsCloseWait);
                     finish_claims(store);
                     return;
                 }
             } else if (claim_round(store, pacing, !given_back.empty())) {
                 continue;
             }
-            wait_for_claim_work(stop, pacing, threads_done);
+            wait_for_work(stop, pacing, others_done);
         }
     });
 }
 
-void Loader::schedule(std::vector<ClaimedRun> runs) {
+void Claimer::schedule(std::vector<ClaimedRun> runs) {
     if (runs.empty()) return;
-    const auto now = clock_now();
+    const auto now = clock_.now();
     // Prepared before taking the lock the publisher needs.
     std::vector<ScheduledRun> scheduled;
     scheduled.reserve(runs.size());
     for (auto& run : runs) {
-        const auto after = next_run_ ? next_run_(run, now) : AfterHandover{};
+        const auto after = seams_.next_run ? seams_.next_run(run, now) : AfterHandover{};
         if (after.catchup > 0) {
             set_header(run.properties, std::string(header::kCatchup),
                        static_cast<std::int64_t>(after.catchup));
         }
         // Headers count as well as bodies: a job may carry up to a frame of them.
         const auto bytes = run.body.size() + encoded_size(run.properties);
-        const auto publish_at = ladder_.publish_at(run.due_at, now);
+        const auto publish_at = with_.ladder.publish_at(run.due_at, now);
         scheduled.push_back(ScheduledRun{.publish_at = publish_at,
                                       .run = std::make_unique<ClaimedRun>(std::move(run)),
                                       .bytes = bytes,
@@ -179,21 +182,21 @@ void Loader::schedule(std::vector<ClaimedRun> runs) {
                                       .skipped = after.skip});
     }
     std::vector<std::string> deferred;
-    const auto held = board_.schedule(
+    const auto held = with_.board.schedule(
         std::move(scheduled), [&](std::vector<ScheduledRun>& kept, MemoryLedger& ledger) {
             mark_bursts(kept, now, ledger, deferred);
             // Held before the publisher can see them, so that it never ends a run not yet held.
             std::vector<std::string> ids;
             ids.reserve(kept.size());
             for (const auto& entry : kept) ids.push_back(entry.run->id);
-            held_.add(ids);
+            with_.held.add(ids);
         });
-    metrics_.set_runs_held(held);
-    if (!deferred.empty()) to_give_back_.deferred(deferred);
+    with_.metrics.set_runs_held(held);
+    if (!deferred.empty()) with_.to_give_back.deferred(deferred);
 }
 
-void Loader::mark_bursts(std::vector<ScheduledRun>& scheduled, TimePoint now, MemoryLedger& ledger,
-                         std::vector<std::string>& deferred) {
+void Claimer::mark_bursts(std::vector<ScheduledRun>& scheduled, TimePoint now, MemoryLedger& ledger,
+                          std::vector<std::string>& deferred) {
     std::vector<PlannedRun> runs;
     runs.reserve(scheduled.size());
     for (const auto& entry : scheduled) runs.push_back({entry.run->due_at, entry.bytes});
@@ -216,7 +219,7 @@ void Loader::mark_bursts(std::vector<ScheduledRun>& scheduled, TimePoint now, Me
     scheduled = std::move(kept);
 }
 
-void Loader::set_aside_unpublishable(store::ClaimStore& store, std::vector<ClaimedRun>& runs) {
+void Claimer::set_aside_unpublishable(store::ClaimStore& store, std::vector<ClaimedRun>& runs) {
     std::vector<store::ClaimStore::SetAsideRun> set_aside;
     std::erase_if(runs, [&](const ClaimedRun& run) {
         auto reason = delay::unpublishable_reason(run);
@@ -225,13 +228,13 @@ void Loader::set_aside_unpublishable(store::ClaimStore& store, std::vector<Claim
     });
     if (set_aside.empty()) return;
     store.set_aside(options_.owner, set_aside);
-    metrics_.count_runs_set_aside(set_aside.size());
+    with_.metrics.count_runs_set_aside(set_aside.size());
     spdlog::error("loader: set aside {} runs that AMQP cannot carry, cancelled with their reason "
                   "in hourglass.rejections; job {}: {}",
                   set_aside.size(), quote_value(set_aside.front().id, 64), set_aside.front().reason);
 }
 
-bool Loader::prepare_forward_ladder(std::vector<ClaimedRun>& runs) {
+bool Claimer::prepare_forward_ladder(std::vector<ClaimedRun>& runs) {
     const auto targeted = [](const ClaimedRun& run) { return !run.exchange.empty(); };
     if (forward_ladder_declared_ || std::none_of(runs.begin(), runs.end(), targeted)) return true;
     // The claim that starts the declaration waits for it a while (0.2 s is usual); later claims
@@ -256,7 +259,7 @@ bool Loader::prepare_forward_ladder(std::vector<ClaimedRun>& runs) {
             spdlog::info("loader: declared the forward ladder for runs with a target exchange");
             return true;
         } catch (const std::exception& error) {
-            const auto grant = forward_ladder_log_.take(seams_.steady_now());
+            const auto grant = forward_ladder_log_.take(clock_.steady());
             if (grant.log) {
                 spdlog::warn(
                     "loader: could not declare the forward ladder, so runs with a target "
@@ -269,7 +272,7 @@ bool Loader::prepare_forward_ladder(std::vector<ClaimedRun>& runs) {
         runs.begin(), runs.end(), [&](const ClaimedRun& run) { return !targeted(run); });
     std::vector<std::string> ids;
     for (auto it = first_targeted; it != runs.end(); ++it) ids.push_back(it->id);
-    to_give_back_.refused(ids);
+    with_.to_give_back.refused(ids);
     runs.erase(first_targeted, runs.end());
     return false;
 }
@@ -277,21 +280,21 @@ bool Loader::prepare_forward_ladder(std::vector<ClaimedRun>& runs) {
 // Another instance took this one for dead and gave its claims back: what it holds in memory
 // may be others' now. Forget it (runs in flight are recorded only where still its own), and
 // give back anything claimed since, before registering again.
-void Loader::forget_lost_claims(store::ClaimStore& store) {
+void Claimer::forget_lost_claims(store::ClaimStore& store) {
     // Offers first: whatever ingest leases under an offer made before is given back.
-    insert_claims_.forget_claims();
-    const auto forgotten = board_.forget_scheduled();
-    held_.clear();
+    with_.insert_claims.forget_claims();
+    const auto forgotten = with_.board.forget_scheduled();
+    with_.held.clear();
     store.release_all_claims(options_.owner);
-    leases_.claims_forgotten();
+    with_.leases.claims_forgotten();
     spdlog::warn("loader: forgot {} claimed runs (other instances took them over) and gave back "
                  "the rest",
                  forgotten);
 }
 
-void Loader::finish_claims(store::ClaimStore& store) {
-    auto unpublished = board_.take_unpublished();
-    const auto adopted = insert_claims_.take_all_ids();
+void Claimer::finish_claims(store::ClaimStore& store) {
+    auto unpublished = with_.board.take_unpublished();
+    const auto adopted = with_.insert_claims.take_all_ids();
     unpublished.insert(unpublished.end(), adopted.begin(), adopted.end());
     // Rows another transaction holds stay claimed: taken over once the lease ends.
     const auto kept = store.release_claims(options_.owner, unpublished).size();
@@ -303,6 +306,28 @@ void Loader::finish_claims(store::ClaimStore& store) {
     // leaves: nobody waits for its heartbeat to go stale.
     store.release_all_claims(options_.owner);
     store.leave(options_.owner);
+}
+
+InsertClaimDesk::Adopted Claimer::take_insert_claims(bool stopping) {
+    std::vector<std::string> give_back;
+    auto taken = with_.insert_claims.take(stopping, give_back);
+    if (!give_back.empty()) {
+        with_.to_give_back.refused(give_back);
+        with_.held.remove(give_back);
+    }
+    return taken;
+}
+
+void Claimer::schedule_with_insert_claims(std::vector<ClaimedRun> claimed) {
+    auto adopted = take_insert_claims(false);
+    with_.metrics.count_claimed_at_insert(adopted.runs.size());
+    const auto adopted_ids = ids_of(adopted.runs);
+    claimed.insert(claimed.end(), std::make_move_iterator(adopted.runs.begin()),
+                   std::make_move_iterator(adopted.runs.end()));
+    schedule(std::move(claimed));
+    with_.held.remove(adopted_ids);  // held since their adoption, and by schedule() now
+    // Scheduled, they count as held: their offers' room is no longer reserved.
+    with_.board.end_reservation(adopted.reserved);
 }
 
 }  // namespace hourglass::loader

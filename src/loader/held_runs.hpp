@@ -11,7 +11,17 @@
 #include <unordered_map>
 #include <vector>
 
+#include "hourglass/job.hpp"
+
 namespace hourglass::loader {
+
+// The ids of `runs`, in order (what HeldRuns counts).
+inline std::vector<std::string> ids_of(const std::vector<ClaimedRun>& runs) {
+    std::vector<std::string> ids;
+    ids.reserve(runs.size());
+    for (const auto& run : runs) ids.push_back(run.id);
+    return ids;
+}
 
 class HeldRuns {
 public:

@@ -1,57 +1,48 @@
 // The loader (reference §6.2): claims runs due within the horizon from PostgreSQL and hands each
 // to the delay topology with publisher confirms; a run is recorded as handed over only after
-// the broker confirmed it.
-//
-// Threads of their own, so that database round trips never delay a publish, nor a claim a
-// record:
-//  - the claimer (PostgreSQL) claims runs into an in-memory schedule (bounded by count and
-//    bytes) every poll interval, at once when woken, and back to back while each claim stops
-//    at its limit of runs or bytes (then also as confirms free memory);
-//  - the recorder (PostgreSQL, its own connection) marks confirmed runs `enqueued` in batches,
-//    once the oldest has waited 50 ms or a claim batch of them is ready: in a hotspot it
-//    records one batch while the claimer claims the next;
-//  - the publisher (RabbitMQ) publishes each run at `due - ttl` into the TTL queue chosen by
-//    the DelayLadder, turning through the rung's lanes, with a bounded window of unconfirmed
-//    publishes; a burst run at `due` to the release exchange or the forward queue
-//    (kDefaultMaxBurstRuns).
-//  - the heartbeat (PostgreSQL) keeps this instance's claims alive (live leases, reference §6; see
-//    lease_keeper.hpp) and gives back the claims of instances that stopped beating.
+// the broker confirmed it. It only wires four stages, each a type with its own header, state
+// and clock, meeting through typed hand-offs, so that database round trips never delay a
+// publish, nor a claim a record:
+//  - the Claimer (claimer.hpp; PostgreSQL) claims runs into the ScheduleBoard, bounded by count
+//    and bytes, and gives back what the others hand it;
+//  - the Publisher (publisher.hpp; RabbitMQ) publishes each run at its instant into its delay
+//    queue, or a burst run at its due time, with a bounded window of unconfirmed publishes;
+//  - the Recorder (recorder.hpp; PostgreSQL) records confirmed runs `enqueued` in batches;
+//  - the Heartbeat (heartbeat.hpp; PostgreSQL) keeps this instance's claims alive (live
+//    leases, lease_keeper.hpp), fences silent instances and reconciles orphaned claims.
 // wake() makes the claimer look at once (another instance's claims to take over); wake_for(due)
 // does so only when the next regular claim might come too late for a job accepted due then.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
-#include <future>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <stop_token>
 #include <string>
-#include <thread>
 #include <vector>
 
-#include "amqp/confirm_tracker.hpp"
 #include "amqp/connection.hpp"
-#include "common/log_budget.hpp"
-#include "common/retry.hpp"
+#include "common/database_clock.hpp"
+#include "common/health.hpp"
+#include "common/metrics.hpp"
 #include "common/thread_priority.hpp"
 #include "delay/release_messages.hpp"
 #include "delay/topology.hpp"
 #include "hourglass/job.hpp"
-#include "common/database_clock.hpp"
-#include "common/health.hpp"
-#include "loader/resend_rule.hpp"
-#include "common/metrics.hpp"
-#include "loader/burst_planner.hpp"
+#include "loader/claimer.hpp"
 #include "loader/claimer_inbox.hpp"
 #include "loader/confirmed_runs.hpp"
+#include "loader/heartbeat.hpp"
 #include "loader/held_runs.hpp"
 #include "loader/insert_claim_desk.hpp"
 #include "loader/lease_keeper.hpp"
 #include "loader/loader_metrics.hpp"
-#include "loader/memory_ledger.hpp"
+#include "loader/publisher.hpp"
+#include "loader/recorder.hpp"
 #include "loader/release_channel.hpp"
 #include "loader/schedule_board.hpp"
-#include "loader/scheduled_run.hpp"
+#include "loader/stage_clock.hpp"
 #include "store/claim_store.hpp"
 #include "store/store_options.hpp"
 
@@ -130,7 +121,7 @@ struct LoaderOptions {
 // (store::JobStore, an AMQP channel, LoaderOptions::clock); unit tests inject fakes.
 struct LoaderSeams {
     // One store per thread (claimer, recorder, heartbeat), each with its own connection.
-    std::function<std::unique_ptr<store::ClaimStore>(const store::StoreOptions&)> open_store;
+    store::OpenClaimStore open_store;
     std::function<std::unique_ptr<ReleaseChannel>()> open_channel;
     // The one clock (reference §6): due times are compared on it.
     std::function<std::chrono::sys_time<std::chrono::microseconds>()> now;
@@ -144,9 +135,6 @@ struct LoaderSeams {
     std::function<void()> declare_forward_ladder;
 };
 
-// Computes what a run leaves behind once handed over (the next run of a recurring job, whether
-// it was missed), when it is claimed (`now`: the claim's time); set by cron.
-using NextRunFunction = std::function<AfterHandover(const ClaimedRun&, TimePoint now)>;
 
 class Loader {
 public:
@@ -174,13 +162,11 @@ public:
 
     // Figures for metrics and tests.
     std::size_t in_memory_runs() const;
-    std::uint64_t runs_handed_over() const noexcept { return handed_over_total_.load(); }
+    std::uint64_t runs_handed_over() const noexcept { return recorder_.runs_recorded(); }
 
 private:
-    // While publishes await confirms the publisher polls the socket this often at most.
-    static constexpr auto kConfirmPoll = std::chrono::microseconds{1000};
+    // How often an idle recorder looks again.
     static constexpr auto kIdleWait = Milliseconds{100};
-    static constexpr auto kShutdownConfirmWait = std::chrono::seconds{5};
     // A job accepted due sooner than the next regular claim plus this wakes the claimer. Later
     // ones wait for that claim: a run claimed later only goes to a lower rung of the ladder, while
     // claiming after every commit and confirm made 10,622 claim queries in a steady 1,000 jobs/s
@@ -190,128 +176,35 @@ private:
     // of them is ready): one UPDATE per confirm made 9,848 in that run (1,555 now). It
     // only widens the window in which a crash can cause a duplicate (reference §6, at least once).
     static constexpr auto kRecordEvery = Milliseconds{50};
-    // The one clock is PostgreSQL's within a round trip: an offer's time, and so the age of
-    // the leases under it, is known to within this (orphan reconciliation).
-    static constexpr auto kOpenOfferMargin = Milliseconds{1000};
-    // At a stop, how long the claimer waits for ingest to end the offers it took.
-    static constexpr auto kInsertClaimsCloseWait = std::chrono::seconds{2};
 
-    // Publishes awaiting their confirm (publisher thread).
-    using InFlight = amqp::ConfirmTracker<ScheduledRun>;
-
-    void claim_loop(std::stop_token stop);
-    // When the claimer claims next (claimer thread): `backlog`, its last claim stopped at a
-    // limit, so more may be claimable now.
-    struct ClaimPacing {
-        std::chrono::steady_clock::time_point next_claim;
-        bool backlog = true;
-    };
-    // Gives back to the store the runs the broker refused (to_give_back_) and the burst runs
-    // deferred, with those whose rows were held before when `retry` says; keeps in
-    // `held_give_backs` those whose rows another transaction holds. Returns the refused ones.
-    std::vector<std::string> give_back_refused(store::ClaimStore& store,
-                                               std::vector<std::string>& held_give_backs,
-                                               LockedRowsRetry& retry);
-    // Claims and schedules, if it is time (or woken, or a burst cut is a step away), within
-    // the memory bounds; not right after the broker refused runs (`refused_just_now`).
-    // Returns whether to claim again at once (a backlog).
-    bool claim_round(store::ClaimStore& store, ClaimPacing& pacing, bool refused_just_now);
-    // Until the next claim, a wake, given-back runs, room for a batch in a backlog, or the
-    // other threads ending.
-    void wait_for_claim_work(std::stop_token stop, const ClaimPacing& pacing, bool threads_done);
-    // Claims at insert (claimer thread). Takes the runs ingest leased to this loader since the
-    // last claim, with the room their offers reserved; gives back instead those leased before
-    // the loader forgot its claims, and every run when `stopping`.
-    InsertClaimDesk::Adopted take_insert_claims(bool stopping);
-    // Schedules `claimed` (a claim's runs) with the runs taken above, as one batch, so that the
-    // runs of an instant count toward a burst however they came (mark_bursts).
-    void schedule_with_insert_claims(std::vector<ClaimedRun> claimed);
-    void record_loop(std::stop_token stop);
-    // Makes the runs of a burst among a claim's runs burst runs, as bursts_ plans them against
-    // `ledger` (under the board's lock): held until their due time, then published to the
-    // release exchange; those the burst bounds cannot hold leave `scheduled` for `deferred`.
-    void mark_bursts(std::vector<ScheduledRun>& scheduled, TimePoint now, MemoryLedger& ledger,
-                     std::vector<std::string>& deferred);
-    void heartbeat_loop(std::stop_token stop);
-    // Gives back the runs leased to this instance by claims older than the orphan age that it
-    // does not hold (held_): a commit whose reply was lost (heartbeat thread).
-    void give_back_orphaned_claims(store::ClaimStore& store);
-    // Ends the runs of `handed_over` recorded (all but those `left`) in held_.
-    void forget_recorded(const std::vector<HandedOverRun>& handed_over,
-                         const std::vector<HandedOverRun>& left);
-    void forget_lost_claims(store::ClaimStore& store);
-    void follow_database_clock(ClockOffset measured);
-    // Asks for real-time scheduling of the calling publisher thread, as --realtime-publisher says.
-    void make_publisher_realtime();
-    void publish_loop(std::stop_token stop);
-    // One connection's publishing (publisher thread): take the runs due, publish them, wait
-    // for confirms or the next run; on a failure, what is unconfirmed goes back to the store.
-    void publish_session(std::stop_token stop);
-    // The runs due now (within the confirm window), and when to look again.
-    struct DueBatch {
-        std::vector<ScheduledRun> runs;
-        TimePoint now{};  // the batch's one instant: its TTLs and groups are taken at it
-        TimePoint next_publish{};
-        bool window_full = false;  // max_unconfirmed publishes await confirms
-    };
-    DueBatch take_due(std::stop_token stop);
-    void publish_batch(ReleaseChannel& channel, DueBatch& batch, unsigned& next_lane,
-                       InFlight& in_flight);
-    void await_confirms_or_runs(std::stop_token stop, ReleaseChannel& channel,
-                                const DueBatch& batch, InFlight& in_flight,
-                                LogBudget& release_nack_log);
-    // A confirm (ack or nack) for the publishes up to its sequence: acked runs go to the
-    // recorder, refused ones back to the store.
-    void settle_confirm(InFlight& in_flight, const amqp::Confirm& confirm, LogBudget& release_nack_log);
-    // Sets observed_with of the runs of `batch` that a release group observes with another
-    // (delay::ReleaseMessages::group).
-    void group_releases(std::vector<ScheduledRun>& batch, TimePoint now, unsigned first_lane) const;
-    // Declares the forward ladder once before the first targeted run of `runs` is published. If
-    // that fails, or takes longer than forward_ladder_wait, takes the targeted runs out of
-    // `runs`, gives them back to the store (the claim of the next poll looks again) and returns
-    // false. Claimer thread.
-    bool prepare_forward_ladder(std::vector<ClaimedRun>& runs);
-    // Takes out of `runs` those AMQP cannot carry (delay::unpublishable_reason) and sets them
-    // aside in the store, each alone with its reason: published, one would fail its batch
-    // again and again, or make the broker close the connection, and hold up every release.
-    // Claimer thread.
-    void set_aside_unpublishable(store::ClaimStore& store, std::vector<ClaimedRun>& runs);
-    void schedule(std::vector<ClaimedRun> runs);
-    // Gives back runs published but refused, or maybe not received, to the store (the claimer
-    // does, at once), and forgets them.
-    void give_back(const std::vector<InFlight::Settled>& runs);
-    void finish_claims(store::ClaimStore& store);
-    // The publisher and the recorder have ended (after `stop`).
-    bool other_threads_done() const { return confirmed_.closed() && recorder_done_; }
-    TimePoint clock_now() const { return std::chrono::time_point_cast<Milliseconds>(seams_.now()); }
+    // The store options of the heartbeat's and the recorder's connections.
+    store::StoreOptions own_connection_store_options() const;
+    // A claim's lease, at insert as by the claimer: the wait in memory before the publish (a
+    // ladder step), then --lease.
+    Milliseconds claim_lease() const;
 
     LoaderOptions options_;
-    NextRunFunction next_run_;
     LoaderSeams seams_;
-    LeaseKeeper leases_;
-    HeldRuns held_;  // every run from its schedule to its record (reconciliation)
-    LoaderMetrics metrics_;
-    bool clock_offset_reported_ = false;  // heartbeat thread only
-    // Claimer thread only: the forward ladder's state, and its declaration while one is under way.
-    bool forward_ladder_declared_;
-    std::future<void> forward_ladder_declaration_;
-    LogBudget forward_ladder_log_{1, std::chrono::minutes{1}};
+    StageClock clock_;
     delay::DelayLadder ladder_;
     delay::ReleaseMessages release_messages_;
+    LoaderMetrics metrics_;
 
-    // The hand-offs between the threads, each with its own lock (see their headers). Which
-    // thread touches what is theirs to say; the rest of the loader's fields are one thread's.
+    // What the stages share, each with its own lock and a contract naming who calls what (see
+    // their headers).
+    LeaseKeeper leases_;                     // heartbeat -> publisher, claimer, ingest's offers
+    HeldRuns held_;                          // every run from its schedule to its record
     ScheduleBoard board_;                    // claimer, ingest's offers -> publisher
     InsertClaimDesk insert_claims_{board_};  // ingest <-> claimer
     ConfirmedRuns confirmed_;                // publisher -> recorder
     RunsToGiveBack to_give_back_;            // publisher, ingest, claimer -> claimer
-    ClaimerDoorbell claimer_doorbell_;       // every thread -> claimer
-    // Claimer thread only: which runs of a claim are burst runs, and the burst cut.
-    BurstPlanner bursts_;
-    std::atomic<bool> recorder_done_{false};  // every confirmed run recorded after the publisher stopped
-    std::atomic<std::uint64_t> handed_over_total_{0};
-    // Claimer thread only: when a run handed over counts as lost (unset without --resend-after).
-    std::optional<ResendRule> resend_rule_;
+    ClaimerDoorbell claimer_doorbell_;       // every stage -> claimer
+
+    // The stages: the claimer runs on the thread that calls run(), the others on their own.
+    Claimer claimer_;
+    Publisher publisher_;
+    Heartbeat heartbeat_;
+    Recorder recorder_;
 };
 
 }  // namespace hourglass::loader

@@ -1,6 +1,4 @@
-// The loader's publisher thread: publishes each scheduled run at its instant into its delay
-// queue (delay::ReleaseMessages), with a bounded window of publisher confirms.
-#include "loader/loader.hpp"
+#include "loader/publisher.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -9,15 +7,17 @@
 #include <utility>
 #include <vector>
 
-#include "amqp/confirm_tracker.hpp"
 #include "common/retry.hpp"
 
 namespace hourglass::loader {
 
-void Loader::make_publisher_realtime() {
-    if (options_.realtime_publisher == RealtimeMode::off) return;
-    const int error = seams_.make_publisher_realtime();
-    metrics_.set_publisher_realtime(error == 0);
+Publisher::Publisher(Options options, Neighbours neighbours, Seams seams, StageClock clock)
+    : options_(options), with_(neighbours), seams_(std::move(seams)), clock_(std::move(clock)) {}
+
+void Publisher::make_realtime() {
+    if (options_.realtime == RealtimeMode::off) return;
+    const int error = seams_.make_realtime();
+    with_.metrics.set_publisher_realtime(error == 0);
     if (error == 0) {
         spdlog::info("loader: the publisher thread runs under real-time scheduling (SCHED_FIFO)");
     } else {
@@ -29,24 +29,24 @@ void Loader::make_publisher_realtime() {
     }
 }
 
-void Loader::publish_loop(std::stop_token stop) {
+void Publisher::run(std::stop_token stop) {
+    make_realtime();
     run_with_reconnect("loader (RabbitMQ)", stop, [&] { publish_session(stop); });
-    confirmed_.close();
-    claimer_doorbell_.ring();
+    with_.confirmed.close();
+    with_.claimer.ring();
 }
 
-void Loader::group_releases(std::vector<ScheduledRun>& batch, TimePoint now, unsigned first_lane) const {
+void Publisher::group_releases(std::vector<ScheduledRun>& batch, TimePoint now, unsigned first_lane) const {
     std::vector<delay::BatchRun> runs;
     runs.reserve(batch.size());
     for (const auto& scheduled : batch) runs.push_back({scheduled.run.get(), scheduled.burst, scheduled.expired});
-    auto observed_with = release_messages_.group(runs, now, first_lane);
+    auto observed_with = with_.release_messages.group(runs, now, first_lane);
     for (std::size_t i = 0; i < batch.size(); ++i) {
         if (observed_with[i]) batch[i].observed_with = std::move(observed_with[i]);
     }
 }
 
-void Loader::settle_confirm(InFlight& in_flight, const amqp::Confirm& confirm,
-                            LogBudget& release_nack_log) {
+void Publisher::settle_confirm(InFlight& in_flight, const amqp::Confirm& confirm) {
     auto settled = in_flight.settle(confirm);
     std::vector<HandedOverRun> runs;
     std::vector<InFlight::Settled> refused;
@@ -57,7 +57,7 @@ void Loader::settle_confirm(InFlight& in_flight, const amqp::Confirm& confirm,
         // counts as released, never published again. A delay queue is a publish's only
         // destination: refused there, nothing was routed, and the run goes back.
         if (!s.ack && s.value.burst) {
-            metrics_.count_release_nacks(1);
+            with_.metrics.count_release_nacks(1);
             nacked_releases = true;
         } else if (!s.ack) {
             refused.push_back(std::move(s));
@@ -75,17 +75,17 @@ void Loader::settle_confirm(InFlight& in_flight, const amqp::Confirm& confirm,
         for (const auto& s : settled) {
             if (s.ack || s.value.burst) done.push_back(&s.value);
         }
-        board_.forget_published(done);
-        confirmed_.push(std::move(runs));
-        claimer_doorbell_.ring();  // memory freed: a claim may fill it
+        with_.board.forget_published(done);
+        with_.confirmed.push(std::move(runs));
+        with_.claimer.ring();  // memory freed: a claim may fill it
     }
-    if (nacked_releases && release_nack_log.take(std::chrono::steady_clock::now()).log) {
+    if (nacked_releases && release_nack_log_.take(clock_.steady()).log) {
         spdlog::warn("loader: the broker refused releases (basic.nack): a queue bound to the "
                      "release exchange refuses messages (full, x-overflow reject-publish?); "
                      "they count as released, not sent again (hourglass_release_nacks_total)");
     }
     if (!refused.empty()) {
-        metrics_.count_delay_nacks(refused.size());
+        with_.metrics.count_delay_nacks(refused.size());
         spdlog::warn("loader: the broker refused {} publishes into delay queues (basic.nack); "
                      "their claims go back to the store",
                      refused.size());
@@ -93,28 +93,28 @@ void Loader::settle_confirm(InFlight& in_flight, const amqp::Confirm& confirm,
     }
 }
 
-Loader::DueBatch Loader::take_due(std::stop_token stop) {
+Publisher::DueBatch Publisher::take_due(std::stop_token stop) {
     DueBatch batch;
-    batch.next_publish = clock_now() + kIdleWait;
+    batch.next_publish = clock_.now() + kIdleWait;
     // Only while this instance's claims are surely its own (live leases).
-    const bool may_publish = leases_.may_publish(seams_.steady_now());
+    const bool may_publish = with_.leases.may_publish(clock_.steady());
     TimePoint taken_at{};
     if (!stop.stop_requested() && may_publish) {
-        taken_at = clock_now();
-        auto due = board_.take_due(taken_at, options_.max_unconfirmed);
+        taken_at = clock_.now();
+        auto due = with_.board.take_due(taken_at, options_.max_unconfirmed);
         batch.runs = std::move(due.runs);
         batch.window_full = due.window_full;
         if (due.next_publish) batch.next_publish = std::min(batch.next_publish, *due.next_publish);
-        metrics_.set_runs_held(due.held);
+        with_.metrics.set_runs_held(due.held);
     } else {
-        metrics_.set_runs_held(board_.held());
+        with_.metrics.set_runs_held(with_.board.held());
     }
     // One instant for the batch: every run in it was due to go by then, so each gets the TTL of
     // its rung, and the grouping and the publishes agree on the queue. Never before the instant
     // the runs were taken at: the one clock can step back (each heartbeat re-measures
     // PostgreSQL's), and a run published "before" its publish instant would round up to the
     // next rung's TTL and be released a whole step late.
-    batch.now = std::max(taken_at, clock_now());
+    batch.now = std::max(taken_at, clock_.now());
     // Too late for the job (x-hourglass-expires-after): a hand-over now is a release at least
     // this late.
     for (auto& scheduled : batch.runs) {
@@ -125,9 +125,8 @@ Loader::DueBatch Loader::take_due(std::stop_token stop) {
     return batch;
 }
 
-void Loader::publish_batch(ReleaseChannel& channel, DueBatch& batch, unsigned& next_lane,
-                           InFlight& in_flight) {
-    group_releases(batch.runs, batch.now, next_lane);
+void Publisher::publish_batch(ReleaseChannel& channel, DueBatch& batch, InFlight& in_flight) {
+    group_releases(batch.runs, batch.now, next_lane_);
     // The batch's publishes leave together (measured: 15 % more runs handed over a second in a
     // hotspot, 12 % less CPU per run), and are let go before the wait for their confirms.
     HeldSends held(channel, batch.runs.size() > 1);
@@ -143,31 +142,31 @@ void Loader::publish_batch(ReleaseChannel& channel, DueBatch& batch, unsigned& n
         // The ownership rule (docs/architecture.md "Fencing"), before every publish, not once
         // a batch: a publish held up by the broker's flow control, or a pause of this process,
         // must not let the rest of a batch go after another instance may have taken it.
-        if (!leases_.may_publish(seams_.steady_now())) {
-            metrics_.count_publishes_withheld(batch.runs.size() - i);
+        if (!with_.leases.may_publish(clock_.steady())) {
+            with_.metrics.count_publishes_withheld(batch.runs.size() - i);
             give_back_from(i);
             break;
         }
         auto& scheduled = batch.runs[i];
-        const auto now = seams_.now();
+        const auto now = clock_.now_us();
         std::uint64_t sequence = 0;
         try {
             sequence = channel.publish(
                 scheduled.expired
-                    ? release_messages_.expired(*scheduled.run, batch.now, channel.frame_max(),
-                                                scheduled.skipped)
-                    : release_messages_.release(*scheduled.run, batch.now, channel.frame_max(),
-                                                next_lane, scheduled.observed_with, scheduled.burst));
-            if (scheduled.skipped) metrics_.count_runs_skipped(1);
-            else if (scheduled.expired) metrics_.count_runs_expired(1);
-            else if (scheduled.burst) metrics_.count_burst_runs(1);
-            next_lane = (next_lane + 1) % options_.topology.delay_lanes;
+                    ? with_.release_messages.expired(*scheduled.run, batch.now, channel.frame_max(),
+                                                     scheduled.skipped)
+                    : with_.release_messages.release(*scheduled.run, batch.now, channel.frame_max(),
+                                                     next_lane_, scheduled.observed_with, scheduled.burst));
+            if (scheduled.skipped) with_.metrics.count_runs_skipped(1);
+            else if (scheduled.expired) with_.metrics.count_runs_expired(1);
+            else if (scheduled.burst) with_.metrics.count_burst_runs(1);
+            next_lane_ = (next_lane_ + 1) % options_.delay_lanes;
         } catch (...) {
             // This run and the rest of the batch were not published: back to the store.
             give_back_from(i);
             throw;
         }
-        metrics_.observe_handover_lateness(
+        with_.metrics.observe_handover_lateness(
             std::chrono::duration_cast<std::chrono::microseconds>(now - scheduled.publish_at));
         scheduled.published_at = std::chrono::time_point_cast<Milliseconds>(now);
         in_flight.published(sequence, std::move(scheduled));
@@ -175,12 +174,11 @@ void Loader::publish_batch(ReleaseChannel& channel, DueBatch& batch, unsigned& n
     held.release();
 }
 
-void Loader::await_confirms_or_runs(std::stop_token stop, ReleaseChannel& channel,
-                                    const DueBatch& batch, InFlight& in_flight,
-                                    LogBudget& release_nack_log) {
+void Publisher::await_confirms_or_runs(std::stop_token stop, ReleaseChannel& channel,
+                                       const DueBatch& batch, InFlight& in_flight) {
     if (!in_flight.empty()) {
         const auto until_publish = std::chrono::duration_cast<std::chrono::microseconds>(
-            batch.next_publish - clock_now());
+            batch.next_publish - clock_.now());
         // With the window full only a confirm lets the next run go: wait for one. Waiting for
         // the next publish instant, already past, would poll without sleeping (and a real-time
         // publisher would then keep a CPU from the broker that confirms).
@@ -189,47 +187,59 @@ void Loader::await_confirms_or_runs(std::stop_token stop, ReleaseChannel& channe
         for (auto event = channel.next_event(wait); event;
              event = channel.next_event(std::chrono::microseconds{0})) {
             if (const auto* confirm = std::get_if<amqp::Confirm>(&*event)) {
-                settle_confirm(in_flight, *confirm, release_nack_log);
+                settle_confirm(in_flight, *confirm);
             }
         }
         return;
     }
     // A wait for a duration, not until an instant: the one clock is corrected (and injected
     // in tests), the condition variable's is not.
-    board_.wait_for_runs(batch.next_publish - clock_now(), stop);
+    with_.board.wait_for_runs(batch.next_publish - clock_.now(), stop);
     // Keeps heartbeats flowing and notices a closed connection.
     while (auto event = channel.next_event(std::chrono::microseconds{0})) {
     }
 }
 
-void Loader::publish_session(std::stop_token stop) {
+void Publisher::publish_session(std::stop_token stop) {
     const auto channel = seams_.open_channel();
     InFlight in_flight;
     std::optional<std::chrono::steady_clock::time_point> stop_deadline;
-    unsigned next_lane = 0;  // consecutive publishes go to different lanes of their rung
-    LogBudget release_nack_log{1, std::chrono::minutes{1}};
     try {
         while (true) {
-            metrics_.set_unconfirmed_publishes(in_flight.size());
+            with_.metrics.set_unconfirmed_publishes(in_flight.size());
             auto batch = take_due(stop);
-            publish_batch(*channel, batch, next_lane, in_flight);
+            publish_batch(*channel, batch, in_flight);
             if (stop.stop_requested()) {
-                if (!stop_deadline) stop_deadline = std::chrono::steady_clock::now() + kShutdownConfirmWait;
-                if (in_flight.empty() || std::chrono::steady_clock::now() > *stop_deadline) break;
+                if (!stop_deadline) stop_deadline = clock_.steady() + kShutdownConfirmWait;
+                if (in_flight.empty() || clock_.steady() > *stop_deadline) break;
             }
-            await_confirms_or_runs(stop, *channel, batch, in_flight, release_nack_log);
+            await_confirms_or_runs(stop, *channel, batch, in_flight);
         }
     } catch (...) {
         // Published or not, unconfirmed runs go back to the store: claimed again, at worst
         // released twice (at least once, reference §6).
         give_back(in_flight.take_unsettled());
-        metrics_.set_unconfirmed_publishes(0);
+        with_.metrics.set_unconfirmed_publishes(0);
         throw;
     }
     if (!in_flight.empty()) {
         spdlog::warn("loader: {} publishes unconfirmed at shutdown; their claims go back to the store",
                      in_flight.size());
     }
+}
+
+void Publisher::give_back(const std::vector<InFlight::Settled>& runs) {
+    if (runs.empty()) return;
+    std::vector<std::string> ids;
+    std::vector<const ScheduledRun*> published;
+    for (const auto& settled : runs) {
+        ids.push_back(settled.value.run->id);
+        published.push_back(&settled.value);
+    }
+    with_.to_give_back.refused(ids);
+    with_.board.forget_published(published);
+    with_.held.remove(ids);
+    with_.claimer.ring();
 }
 
 }  // namespace hourglass::loader

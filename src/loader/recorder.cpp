@@ -1,82 +1,76 @@
-// The loader's recorder thread: records confirmed runs as handed over, in batches.
-#include "loader/loader.hpp"
+#include "loader/recorder.hpp"
 
 #include <spdlog/spdlog.h>
 
+#include <iterator>
 #include <set>
-#include <string>
 #include <utility>
-#include <vector>
-
-#include "common/retry.hpp"
 
 namespace hourglass::loader {
 
-void Loader::record_loop(std::stop_token stop) {
-    auto store_options = options_.store;
-    store_options.open_connections = nullptr;  // the loader's own connection counts for it
-    // Recorder thread only; kept across reconnects.
-    std::vector<HandedOverRun> locked;
-    LockedRowsRetry retry;
+Recorder::Recorder(std::string owner, Neighbours neighbours, StageClock clock)
+    : owner_(std::move(owner)), with_(neighbours), clock_(std::move(clock)) {}
+
+void Recorder::run(std::stop_token stop, const store::OpenClaimStore& open_store,
+                   const store::StoreOptions& store_options) {
     run_with_reconnect("loader (recorder)", stop, [&] {
-        const auto store = seams_.open_store(store_options);
-        while (true) {
-            bool ending = false;
-            auto handed_over = confirmed_.take_batch(stop, retry, ending);
-            const bool tried_locked = ending || retry.due(seams_.steady_now());
-            const auto before = locked.size();
-            if (tried_locked) {
-                handed_over.insert(handed_over.end(), std::make_move_iterator(locked.begin()),
-                                   std::make_move_iterator(locked.end()));
-                locked.clear();
-            }
-            if (ending && handed_over.empty()) break;
-            std::vector<HandedOverRun> left;
-            try {
-                left = store->record_handed_over(options_.owner, handed_over);
-            } catch (...) {
-                confirmed_.put_back(std::move(handed_over));
-                throw;
-            }
-            const auto recorded = handed_over.size() - left.size();
-            forget_recorded(handed_over, left);
-            handed_over_total_ += recorded;
-            metrics_.count_runs_enqueued(recorded);
-            spdlog::debug("loader: {} runs handed over", recorded);
-            if (ending && !left.empty()) {
-                // Their claims stay with this instance's lease, which the next instance takes
-                // over once the lock is gone: they are published again (at least once).
-                spdlog::warn(
-                    "loader: stopping with {} handed-over runs not recorded: another "
-                    "PostgreSQL transaction holds their rows",
-                    left.size());
-                left.clear();
-            }
-            locked.insert(locked.end(), std::make_move_iterator(left.begin()),
-                          std::make_move_iterator(left.end()));
-            if (!locked.empty() && !retry.waiting()) {
-                spdlog::warn(
-                    "loader: {} handed-over runs wait to be recorded: another PostgreSQL "
-                    "transaction holds their rows; the runs handed over meanwhile are "
-                    "recorded",
-                    locked.size());
-            } else if (tried_locked && before > 0 && locked.empty()) {
-                spdlog::info(
-                    "loader: the {} handed-over runs that waited for locked rows are "
-                    "recorded",
-                    before);
-            }
-            retry.settled(seams_.steady_now(), !locked.empty(), tried_locked);
-            metrics_.set_handovers_waiting(locked.size());
-            claimer_doorbell_.ring();  // the hand-off may have been full: claims go on
+        const auto store = open_store(store_options);
+        while (record_batch(*store, stop)) {
         }
     });
-    recorder_done_ = true;
-    claimer_doorbell_.ring();
+    done_ = true;
+    with_.claimer.ring();
 }
 
-void Loader::forget_recorded(const std::vector<HandedOverRun>& handed_over,
-                             const std::vector<HandedOverRun>& left) {
+bool Recorder::record_batch(store::ClaimStore& store, std::stop_token stop) {
+    bool ending = false;
+    auto handed_over = with_.confirmed.take_batch(stop, retry_, ending);
+    const bool tried_locked = ending || retry_.due(clock_.steady());
+    const auto before = locked_.size();
+    if (tried_locked) {
+        handed_over.insert(handed_over.end(), std::make_move_iterator(locked_.begin()),
+                           std::make_move_iterator(locked_.end()));
+        locked_.clear();
+    }
+    if (ending && handed_over.empty()) return false;
+    std::vector<HandedOverRun> left;
+    try {
+        left = store.record_handed_over(owner_, handed_over);
+    } catch (...) {
+        with_.confirmed.put_back(std::move(handed_over));
+        throw;
+    }
+    const auto recorded = handed_over.size() - left.size();
+    forget_recorded(handed_over, left);
+    recorded_total_ += recorded;
+    with_.metrics.count_runs_enqueued(recorded);
+    spdlog::debug("loader: {} runs handed over", recorded);
+    if (ending && !left.empty()) {
+        // Their claims stay with this instance's lease, which the next instance takes over
+        // once the lock is gone: they are published again (at least once).
+        spdlog::warn("loader: stopping with {} handed-over runs not recorded: another "
+                     "PostgreSQL transaction holds their rows",
+                     left.size());
+        left.clear();
+    }
+    locked_.insert(locked_.end(), std::make_move_iterator(left.begin()),
+                   std::make_move_iterator(left.end()));
+    if (!locked_.empty() && !retry_.waiting()) {
+        spdlog::warn("loader: {} handed-over runs wait to be recorded: another PostgreSQL "
+                     "transaction holds their rows; the runs handed over meanwhile are recorded",
+                     locked_.size());
+    } else if (tried_locked && before > 0 && locked_.empty()) {
+        spdlog::info("loader: the {} handed-over runs that waited for locked rows are recorded",
+                     before);
+    }
+    retry_.settled(clock_.steady(), !locked_.empty(), tried_locked);
+    with_.metrics.set_handovers_waiting(locked_.size());
+    with_.claimer.ring();  // the hand-off may have been full: claims go on
+    return true;
+}
+
+void Recorder::forget_recorded(const std::vector<HandedOverRun>& handed_over,
+                               const std::vector<HandedOverRun>& left) {
     std::set<std::string> waiting;
     for (const auto& run : left) waiting.insert(run.id);
     std::vector<std::string> recorded;
@@ -84,7 +78,7 @@ void Loader::forget_recorded(const std::vector<HandedOverRun>& handed_over,
     for (const auto& run : handed_over) {
         if (!waiting.contains(run.id)) recorded.push_back(run.id);
     }
-    held_.remove(recorded);
+    with_.held.remove(recorded);
 }
 
 }  // namespace hourglass::loader

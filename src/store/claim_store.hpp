@@ -8,6 +8,7 @@
 #include "store/store_options.hpp"
 
 #include <chrono>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <string>
@@ -69,11 +70,12 @@ public:
     virtual void register_instance(const std::string& owner) = 0;
     // Records that `owner` is alive, if it is still registered (`registered` false: another
     // instance took it for dead, deleted its registration and gave its claims back; it must
-    // drop what it holds and register again). While its own previous beat is younger than
-    // `fresh_within` (it is not itself just back from a stall), fences the instances silent for
-    // `takeover_after` and gives their claims back (`dead`), in one transaction: the one place
-    // a run is taken from a registered owner (docs/architecture.md "Fencing"). Never waits
-    // for a lock on another instance's registration.
+    // drop what it holds and register again). Once it has itself beaten without a break for
+    // `fresh_within` (each beat within `fresh_within` of the one before: it is not just back
+    // from a stall, after which the others' beats may still be on their way), fences
+    // the instances silent for `takeover_after` and gives their claims back (`dead`), in one
+    // transaction: the one place a run is taken from a registered owner (docs/architecture.md
+    // "Fencing"). Never waits for a lock on another instance's registration.
     struct Heartbeat {
         bool registered = false;
         std::vector<std::string> dead;
@@ -103,5 +105,7 @@ public:
 
 // The store the loader uses, over a connection of its own (throws when PostgreSQL is out of reach).
 std::unique_ptr<ClaimStore> open_claim_store(const StoreOptions& options);
+// How a loader stage opens its store (open_claim_store, or a unit test's fake).
+using OpenClaimStore = std::function<std::unique_ptr<ClaimStore>(const StoreOptions&)>;
 
 }  // namespace hourglass::store

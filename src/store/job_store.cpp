@@ -228,10 +228,12 @@ ClaimStore::Heartbeat JobStore::heartbeat(const std::string& owner, Milliseconds
                                           Milliseconds fresh_within) {
     pqxx::work tx(*connection_);
     Heartbeat beat;
-    const auto previous = tx.exec_prepared("heartbeat", owner);
-    beat.registered = !previous.empty();
-    const bool fresh = beat.registered && previous[0][0].as<double>() < static_cast<double>(fresh_within.count());
-    if (fresh) {
+    const auto beating_for = tx.exec_prepared("heartbeat", owner, static_cast<long>(fresh_within.count()));
+    beat.registered = !beating_for.empty();
+    // A taker must itself have beaten without a break for `fresh_within` (heartbeat.sql).
+    const bool may_fence =
+        beat.registered && beating_for[0][0].as<double>() >= static_cast<double>(fresh_within.count());
+    if (may_fence) {
         for (const auto& row : tx.exec_prepared("forget_dead_instances", owner,
                                                 static_cast<long>(takeover_after.count()))) {
             beat.dead.push_back(row[0].as<std::string>());

@@ -31,6 +31,10 @@ protected:
         return extra;
     }
     int count(const std::string& query) { return sql(query)[0][0].as<int>(); }
+    // As if `id` had beaten without a break for seconds: it may fence others.
+    void beating_for_a_while(const std::string& id) {
+        sql("UPDATE instances SET beating_since = now() - interval '10 seconds' WHERE id = '" + id + "'");
+    }
 };
 
 // Another instance takes this one for dead (its heartbeat looked 3 s old: a stall) while it
@@ -179,6 +183,7 @@ TEST_F(Fencing, a_resend_claimed_by_a_live_instance_is_not_taken_by_another) {
         << "another instance took a live instance's resend";
     // Once "a" stops beating, a live "b" fences it and its resend is taken over as any claim.
     sql("UPDATE instances SET heartbeat_at = now() - interval '10 seconds' WHERE id = 'a'");
+    beating_for_a_while("b");
     EXPECT_EQ(store.heartbeat("b", 3000ms, 2000ms).dead, std::vector<std::string>{"a"});
     EXPECT_EQ(store.claim_due("b", now_ms() + 60s, store::ClaimLimit{.runs = 10}, 60s, resend_before).runs.size(), 1u);
 }
@@ -199,6 +204,7 @@ TEST_F(Fencing, a_silent_instance_keeps_its_claims_until_a_live_one_fences_it) {
     ASSERT_EQ(a.claim_due("a", now_ms() + 60s, 10, 1ms).size(), 1u);
     std::this_thread::sleep_for(20ms);
     // A stall: both beats are seconds old, neither instance was fenced.
+    beating_for_a_while("b");
     sql("UPDATE instances SET heartbeat_at = now() - interval '5 seconds'");
     EXPECT_TRUE(b.claim_due("b", now_ms() + 60s, 10, 60s).empty())
         << "took a run from an owner it had not fenced";
@@ -208,9 +214,33 @@ TEST_F(Fencing, a_silent_instance_keeps_its_claims_until_a_live_one_fences_it) {
     EXPECT_TRUE(b.claim_due("b", now_ms() + 60s, 10, 60s).empty());
     // "a" goes silent for good; "b", beating, fences it and takes the run.
     sql("UPDATE instances SET heartbeat_at = now() - interval '5 seconds' WHERE id = 'a'");
+    beating_for_a_while("b");
     EXPECT_EQ(b.heartbeat("b", 3000ms, 2000ms).dead, std::vector<std::string>{"a"});
     EXPECT_EQ(b.claim_due("b", now_ms() + 60s, 10, 60s).size(), 1u);
     EXPECT_FALSE(a.heartbeat("a", 3000ms, 2000ms).registered) << "fenced, yet beat on";
+}
+
+// After a stall of PostgreSQL the first beats to run find every instance silent. An instance
+// whose previous beat was fresh could fence: one that beat twice in a row after the stall
+// fenced another whose beat, and the record of a run it had just published, still waited
+// behind it, and that run was published twice (found by the lease simulation). An instance now
+// fences only once it has itself beaten without a break for the publish grace (2 s).
+TEST_F(Fencing, an_instance_back_from_a_stall_fences_nobody_until_it_has_beaten_for_the_grace) {
+    store::migrate(*db_, schema_, false);
+    store::JobStore a({pg_url_, schema_});
+    store::JobStore b({pg_url_, schema_});
+    a.register_instance("a");
+    b.register_instance("b");
+    beating_for_a_while("b");
+    sql("UPDATE instances SET heartbeat_at = now() - interval '5 seconds'");  // a stall
+    EXPECT_TRUE(b.heartbeat("b", 3000ms, 2000ms).dead.empty()) << "fenced with the first beat after a stall";
+    EXPECT_TRUE(b.heartbeat("b", 3000ms, 2000ms).dead.empty()) << "fenced with the second beat after a stall";
+    EXPECT_TRUE(a.heartbeat("a", 3000ms, 2000ms).registered) << "its beat, behind the stall, was taken for silence";
+    // "a" goes silent for good: "b" fences it once its own beats have run for the grace.
+    sql("UPDATE instances SET heartbeat_at = now() - interval '5 seconds' WHERE id = 'a'");
+    EXPECT_TRUE(b.heartbeat("b", 3000ms, 2000ms).dead.empty());
+    beating_for_a_while("b");
+    EXPECT_EQ(b.heartbeat("b", 3000ms, 2000ms).dead, std::vector<std::string>{"a"});
 }
 
 // A transaction that holds an instance's registration (an operator's SELECT ... FOR UPDATE, or
@@ -227,6 +257,7 @@ TEST_F(Fencing, a_locked_registration_never_holds_up_another_instances_heartbeat
     b.register_instance("b");
     ASSERT_EQ(a.claim_due("a", now_ms() + 60s, 10, 60s).size(), 1u);
     sql("UPDATE instances SET heartbeat_at = now() - interval '5 seconds' WHERE id = 'a'");
+    beating_for_a_while("b");
     pqxx::connection holder(pg_url_);
     pqxx::work hold(holder);
     hold.exec("SELECT 1 FROM " + hold.quote_name(schema_) + ".instances WHERE id = 'a' FOR UPDATE");

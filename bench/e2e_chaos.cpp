@@ -153,51 +153,44 @@ void publish_load(const Settings& s, Ledger& ledger) {
     }
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-    Settings s;
-    CLI::App app{"hourglass fault campaign: load and checker"};
-    app.add_option("--amqp-url", s.amqp_url)->envname("HOURGLASS_AMQP_URL")->required();
-    app.add_option("--prefix", s.prefix);
-    app.add_option("--duration", s.duration_s, "seconds of publishing");
-    app.add_option("--rate", s.rate, "steady jobs per second (due 1-8 s after they are sent)");
-    app.add_option("--hotspot-every", s.hotspot_every_s, "seconds between hotspots (0: none)");
-    app.add_option("--hotspot-jobs", s.hotspot_jobs, "jobs due at the instant of each hotspot");
-    app.add_option("--cron-jobs", s.cron_jobs, "recurring jobs that fire every second");
-    app.add_option("--drain", s.drain_s, "seconds to wait for releases after the last due time");
-    app.add_option("--out", s.out, "JSON result file")->required();
-    CLI11_PARSE(app, argc, argv);
-
-    Ledger ledger;
+// Every copy received, by job and run, with what it says of lateness and earliness.
+struct Releases {
     std::map<std::pair<std::string, int>, std::vector<Copy>> copies;
     std::map<long, std::size_t> per_second;
     std::size_t early = 0;
     std::vector<std::string> early_ids;
-    Client receiver(s.amqp_url);
-    receiver.subscribe(s.prefix + ".out", "#");
-    std::atomic<bool> publishing{true};
-    std::thread publisher([&] {
-        publish_load(s, ledger);
-        publishing = false;
-    });
+
+    void record(const hourglass::testing::Received& r) {
+        const auto id = hourglass::testing::string_header(r.message, "x-hourglass-id");
+        int run = 0;
+        if (const auto* value = hourglass::testing::header_of(r.message, "x-hourglass-run")) {
+            if (const auto* number = std::get_if<std::int64_t>(&value->value)) run = static_cast<int>(*number);
+        }
+        const auto due_ms = hourglass::parse_rfc3339(hourglass::testing::string_header(r.message, "x-hourglass-due"));
+        const Micros due = due_ms ? Micros{*due_ms} : r.received_at_us;
+        if (r.received_at_us < due) {
+            ++early;
+            if (early_ids.size() < 20) early_ids.push_back(id);
+        }
+        copies[{id, run}].push_back({r.received_at_us, due});
+        ++per_second[static_cast<long>(seconds(r.received_at_us))];
+    }
+    std::size_t count() const {
+        std::size_t n = 0;
+        for (const auto& [key, list] : copies) n += list.size();
+        return n;
+    }
+};
+
+// Receives releases until the load ended, the last due time is --drain past, and nothing came
+// for 5 s.
+void receive_until_drained(const Settings& s, Ledger& ledger, Client& receiver,
+                           const std::atomic<bool>& publishing, Releases& releases) {
     auto quiet_since = std::chrono::steady_clock::now();
     while (true) {
         if (auto r = receiver.receive(200ms)) {
             quiet_since = std::chrono::steady_clock::now();
-            const auto id = hourglass::testing::string_header(r->message, "x-hourglass-id");
-            int run = 0;
-            if (const auto* value = hourglass::testing::header_of(r->message, "x-hourglass-run")) {
-                if (const auto* number = std::get_if<std::int64_t>(&value->value)) run = static_cast<int>(*number);
-            }
-            const auto due_ms = hourglass::parse_rfc3339(hourglass::testing::string_header(r->message, "x-hourglass-due"));
-            const Micros due = due_ms ? Micros{*due_ms} : r->received_at_us;
-            if (r->received_at_us < due) {
-                ++early;
-                if (early_ids.size() < 20) early_ids.push_back(id);
-            }
-            copies[{id, run}].push_back({r->received_at_us, due});
-            ++per_second[static_cast<long>(seconds(r->received_at_us))];
+            releases.record(*r);
             continue;
         }
         if (publishing) continue;
@@ -208,16 +201,17 @@ int main(int argc, char** argv) {
         }
         const bool past_due = now_us() > last_due + std::chrono::duration_cast<std::chrono::microseconds>(
                                                         std::chrono::duration<double>(s.drain_s));
-        if (past_due && std::chrono::steady_clock::now() - quiet_since > 5s) break;
+        if (past_due && std::chrono::steady_clock::now() - quiet_since > 5s) return;
     }
-    publisher.join();
+}
 
-    nlohmann::json out;
+// The result the campaign reads (bench/chaos/report.py).
+nlohmann::json result(const Ledger& ledger, const Releases& releases) {
     std::set<std::string> released;
     double worst_late_ms = 0;
     nlohmann::json duplicates = nlohmann::json::array();
     std::size_t unconfirmed_released = 0;
-    for (const auto& [key, list] : copies) {
+    for (const auto& [key, list] : releases.copies) {
         released.insert(key.first);
         worst_late_ms = std::max(worst_late_ms, std::chrono::duration<double, std::milli>(list.front().received - list.front().due).count());
         if (ledger.unconfirmed.contains(key.first)) ++unconfirmed_released;
@@ -235,25 +229,52 @@ int main(int argc, char** argv) {
         if (lost.size() < 50) lost.push_back({{"id", id}, {"due", due ? seconds(*due) : 0.0}});
     }
     nlohmann::json series = nlohmann::json::array();
-    for (const auto& [second, count] : per_second) series.push_back({second, count});
-    out["accepted"] = ledger.accepted.size();
-    out["cron_jobs"] = ledger.cron_jobs;
-    out["unconfirmed_publishes"] = ledger.unconfirmed.size();
-    out["unconfirmed_released"] = unconfirmed_released;
-    out["releases"] = [&] {
-        std::size_t n = 0;
-        for (const auto& [key, list] : copies) n += list.size();
-        return n;
-    }();
-    out["lost"] = lost_count;
-    out["lost_ids"] = lost;
-    out["early"] = early;
-    out["early_ids"] = early_ids;
-    out["duplicates"] = duplicates;
-    out["worst_lateness_ms"] = worst_late_ms;
-    out["per_second"] = series;
+    for (const auto& [second, count] : releases.per_second) series.push_back({second, count});
+    return {{"accepted", ledger.accepted.size()},
+            {"cron_jobs", ledger.cron_jobs},
+            {"unconfirmed_publishes", ledger.unconfirmed.size()},
+            {"unconfirmed_released", unconfirmed_released},
+            {"releases", releases.count()},
+            {"lost", lost_count},
+            {"lost_ids", lost},
+            {"early", releases.early},
+            {"early_ids", releases.early_ids},
+            {"duplicates", duplicates},
+            {"worst_lateness_ms", worst_late_ms},
+            {"per_second", series}};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    Settings s;
+    CLI::App app{"hourglass fault campaign: load and checker"};
+    app.add_option("--amqp-url", s.amqp_url)->envname("HOURGLASS_AMQP_URL")->required();
+    app.add_option("--prefix", s.prefix);
+    app.add_option("--duration", s.duration_s, "seconds of publishing");
+    app.add_option("--rate", s.rate, "steady jobs per second (due 1-8 s after they are sent)");
+    app.add_option("--hotspot-every", s.hotspot_every_s, "seconds between hotspots (0: none)");
+    app.add_option("--hotspot-jobs", s.hotspot_jobs, "jobs due at the instant of each hotspot");
+    app.add_option("--cron-jobs", s.cron_jobs, "recurring jobs that fire every second");
+    app.add_option("--drain", s.drain_s, "seconds to wait for releases after the last due time");
+    app.add_option("--out", s.out, "JSON result file")->required();
+    CLI11_PARSE(app, argc, argv);
+
+    Ledger ledger;
+    Releases releases;
+    Client receiver(s.amqp_url);
+    receiver.subscribe(s.prefix + ".out", "#");
+    std::atomic<bool> publishing{true};
+    std::thread publisher([&] {
+        publish_load(s, ledger);
+        publishing = false;
+    });
+    receive_until_drained(s, ledger, receiver, publishing, releases);
+    publisher.join();
+    const auto out = result(ledger, releases);
     std::ofstream(s.out) << out.dump() << "\n";
-    std::cout << "chaos driver: accepted " << ledger.accepted.size() << ", lost " << lost_count << ", early " << early
-              << ", duplicates " << duplicates.size() << ", worst lateness " << worst_late_ms << " ms\n";
+    std::cout << "chaos driver: accepted " << ledger.accepted.size() << ", lost " << out["lost"] << ", early "
+              << releases.early << ", duplicates " << out["duplicates"].size() << ", worst lateness "
+              << out["worst_lateness_ms"] << " ms\n";
     return 0;
 }

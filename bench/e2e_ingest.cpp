@@ -279,6 +279,169 @@ int run_backlog(const Settings& s) {
     return t_done ? 0 : 1;
 }
 
+// --phase live: publishes as fast as the broker takes commands while hourglass (or the
+// baseline's consumer) takes them, sampling the acked count every --sample s; then waits for
+// the backlog to drain.
+class LiveRun {
+public:
+    explicit LiveRun(const Settings& s)
+        : s_(s), baseline_(s.mode == "baseline"), monitor_(s.amqp_url), input_(input_of(s, monitor_)),
+          ready_at_start_(monitor_.queue_size(input_.queue).value_or(0)) {
+        if (s.receipts) receipts_.emplace(s, stop_consuming_);
+    }
+
+    // Returns the exit status: 0 once drained.
+    int run() {
+        start_ = Clock::now();
+        std::thread publisher([this] { publish_until_stopped(); });
+        std::thread consumer;
+        if (baseline_) consumer = start_batch_acking_consumer(s_, input_.queue, consumed_, stop_consuming_);
+        const auto at_warmup = sample_until_the_end();
+        stop_publishing_ = true;
+        while (!publisher_finished_) std::this_thread::sleep_for(1ms);  // its last chunk confirmed
+        sample();
+        const Sample at_end = samples_.back();
+        const auto drained_s = drain(published_.load());
+        stop_consuming_ = true;
+        publisher.join();
+        if (consumer.joinable()) consumer.join();
+        const auto receipts_received = receipts_now();
+        receipts_.reset();
+        if (baseline_) {
+            monitor_.channel().delete_queue(input_.queue);
+            monitor_.channel().delete_exchange(input_.exchange);
+        }
+        report(at_warmup.value_or(samples_.front()), at_end, drained_s, receipts_received);
+        return drained_s > 0 ? 0 : 1;
+    }
+
+private:
+    void publish_until_stopped() {
+        Client client(s_.amqp_url);
+        const std::string reply_to = receipts_ ? receipts_->queue() : std::string();
+        std::uint64_t n = 0;
+        while (!stop_publishing_) {
+            const auto chunk = make_commands(s_, input_.exchange, input_.run_tag, n, s_.window, reply_to);
+            client.publish_all(chunk);
+            published_ += chunk.size();
+        }
+        publish_end_s_ = since(start_);
+        publisher_finished_ = true;
+        linger(s_);
+    }
+    std::uint64_t receipts_now() const { return receipts_ ? receipts_->received() : 0; }
+    std::uint64_t acked_now() {
+        const auto pub = published_.load();
+        if (baseline_) return consumed_.load();
+        const auto ready = monitor_.queue_size(input_.queue).value_or(0);
+        const auto in_queue = ready > ready_at_start_ ? ready - ready_at_start_ : 0;
+        return pub > in_queue ? pub - in_queue : 0;
+    }
+    void sample() {
+        // Read the published count first: a publish confirmed after it can only make acked low.
+        const auto pub = published_.load();
+        const auto acked = acked_now();
+        samples_.push_back({since(start_), pub, std::min(acked, pub), receipts_now()});
+    }
+    // Samples until --duration; returns the sample at --warmup.
+    std::optional<Sample> sample_until_the_end() {
+        auto next = start_;
+        std::optional<Sample> at_warmup;
+        while (since(start_) < s_.duration_s) {
+            next += std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s_.sample_s));
+            std::this_thread::sleep_until(next);
+            sample();
+            if (!at_warmup && samples_.back().t >= s_.warmup_s) at_warmup = samples_.back();
+        }
+        return at_warmup;
+    }
+    // Until every confirmed command is acked (baseline) or the queue is empty and the rows are
+    // there (hourglass); returns when (seconds from the start), or -1 if it never drained.
+    double drain(std::uint64_t total) {
+        while (since(start_) < publish_end_s_ + s_.drain_timeout_s) {
+            if (baseline_) {
+                if (consumed_.load() >= total) return since(start_);
+                std::this_thread::sleep_for(20ms);
+                continue;
+            }
+            const auto ready = monitor_.queue_size(input_.queue).value_or(0);
+            if (ready <= ready_at_start_) {
+                if (s_.pg_url.empty()) return since(start_);
+                committed_rows_ = count_rows(s_, since(start_));
+                if (*committed_rows_ >= total && (!receipts_ || receipts_now() >= total)) return since(start_);
+                std::this_thread::sleep_for(200ms);
+            } else {
+                std::this_thread::sleep_for(100ms);
+            }
+            if (samples_.back().t + s_.sample_s <= since(start_)) sample();
+        }
+        return -1;
+    }
+    void report(const Sample& from, const Sample& at_end, double drained_s, std::uint64_t receipts_received) const {
+        const auto total = published_.load();
+        const double window_s = at_end.t - from.t;
+        const auto per_s = [&](std::uint64_t count) { return window_s > 0 ? static_cast<double>(count) / window_s : 0; };
+        const double sustained = per_s(at_end.acked - from.acked);
+        const double published_rate = per_s(at_end.published - from.published);
+        const double receipts_rate = per_s(at_end.receipts - from.receipts);
+        const double total_rate = drained_s > 0 ? static_cast<double>(total) / drained_s : 0;
+        double min_rate = 0;
+        for (std::size_t i = 1; i < samples_.size(); ++i) {
+            if (samples_[i].t < s_.warmup_s || samples_[i].t > at_end.t) continue;
+            const double r = static_cast<double>(samples_[i].acked - samples_[i - 1].acked) / (samples_[i].t - samples_[i - 1].t);
+            if (min_rate == 0 || r < min_rate) min_rate = r;
+        }
+        nlohmann::json series = nlohmann::json::array();
+        for (const auto& x : samples_) series.push_back({std::round(x.t * 10) / 10, x.published, x.acked});
+        nlohmann::json result = {{"scenario", s_.scenario},
+                                 {"mode", s_.mode},
+                                 {"duration_s", s_.duration_s},
+                                 {"ids", s_.ids},
+                                 {"body_bytes", s_.body_bytes},
+                                 {"published", total},
+                                 {"published_per_s", published_rate},
+                                 {"acked_per_s", sustained},
+                                 {"acked_per_s_min_1s", min_rate},
+                                 {"backlog_at_end", at_end.published - at_end.acked},
+                                 {"drained", drained_s > 0},
+                                 {"drain_s", drained_s > 0 ? drained_s - at_end.t : -1.0},
+                                 {"total_per_s", total_rate},
+                                 {"series_t_published_acked", series}};
+        if (committed_rows_) result["committed_rows"] = *committed_rows_;
+        if (s_.receipts) {
+            result["receipts"] = receipts_received;
+            result["receipts_per_s"] = receipts_rate;
+        }
+        std::printf("%-10s %-10s published %8llu (%.0f/s)  acked %.0f/s sustained (min 1 s: %.0f/s)  backlog %llu  "
+                    "drained %s in %.1f s  overall %.0f/s%s\n",
+                    s_.scenario.c_str(), s_.mode.c_str(), static_cast<unsigned long long>(total), published_rate,
+                    sustained, min_rate, static_cast<unsigned long long>(at_end.published - at_end.acked),
+                    drained_s > 0 ? "yes" : "NO", drained_s > 0 ? drained_s - at_end.t : -1.0, total_rate,
+                    committed_rows_ ? (" rows " + std::to_string(*committed_rows_)).c_str() : "");
+        if (s_.receipts) {
+            std::printf("%-10s %-10s receipts %llu (%.0f/s sustained)\n", s_.scenario.c_str(), s_.mode.c_str(),
+                        static_cast<unsigned long long>(receipts_received), receipts_rate);
+        }
+        std::cout << result.dump() << std::endl;
+    }
+
+    const Settings& s_;
+    const bool baseline_;
+    Client monitor_;
+    const Input input_;
+    const std::uint64_t ready_at_start_;
+    std::atomic<std::uint64_t> published_{0};  // confirmed by the broker
+    std::atomic<std::uint64_t> consumed_{0};   // baseline: acked by our consumer
+    std::atomic<bool> stop_publishing_{false};
+    std::atomic<bool> stop_consuming_{false};
+    std::atomic<bool> publisher_finished_{false};
+    std::atomic<double> publish_end_s_{0};
+    std::optional<ReceiptReader> receipts_;
+    Clock::time_point start_;
+    std::vector<Sample> samples_;
+    std::optional<std::uint64_t> committed_rows_;
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -320,149 +483,5 @@ int main(int argc, char** argv) {
     }
     if (s.phase != "live") return run_backlog(s);
 
-    const bool baseline = s.mode == "baseline";
-    Client monitor(s.amqp_url);
-    const auto [run_tag, exchange, queue] = input_of(s, monitor);
-    const auto ready_at_start = monitor.queue_size(queue).value_or(0);
-
-    std::atomic<std::uint64_t> published{0};  // confirmed by the broker
-    std::atomic<std::uint64_t> consumed{0};   // baseline: acked by our consumer
-    std::atomic<bool> stop_publishing{false};
-    std::atomic<bool> stop_consuming{false};
-    std::optional<ReceiptReader> receipts;
-    if (s.receipts) receipts.emplace(s, stop_consuming);
-    const std::string reply_to = receipts ? receipts->queue() : std::string();
-    auto receipts_now = [&]() -> std::uint64_t { return receipts ? receipts->received() : 0; };
-    const auto start = Clock::now();
-    double publish_end_s = 0;
-    std::atomic<bool> publisher_finished{false};
-
-    std::thread publisher([&] {
-        Client client(s.amqp_url);
-        std::uint64_t n = 0;
-        while (!stop_publishing) {
-            const auto chunk = make_commands(s, exchange, run_tag, n, s.window, reply_to);
-            client.publish_all(chunk);
-            published += chunk.size();
-        }
-        publish_end_s = since(start);
-        publisher_finished = true;
-        linger(s);
-    });
-
-    std::thread consumer;
-    if (baseline) {
-        consumer = start_batch_acking_consumer(s, queue, consumed, stop_consuming);
-    }
-
-    std::vector<Sample> samples;
-    auto acked_now = [&]() -> std::uint64_t {
-        const auto pub = published.load();
-        if (baseline) return consumed.load();
-        const auto ready = monitor.queue_size(queue).value_or(0);
-        const auto in_queue = ready > ready_at_start ? ready - ready_at_start : 0;
-        return pub > in_queue ? pub - in_queue : 0;
-    };
-    auto sample = [&] {
-        // Read the published count first: a publish confirmed after it can only make acked low.
-        const auto pub = published.load();
-        const auto acked = acked_now();
-        samples.push_back({since(start), pub, std::min(acked, pub), receipts_now()});
-    };
-    auto next = start;
-    std::optional<Sample> at_warmup;
-    while (since(start) < s.duration_s) {
-        next += std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s.sample_s));
-        std::this_thread::sleep_until(next);
-        sample();
-        if (!at_warmup && samples.back().t >= s.warmup_s) at_warmup = samples.back();
-    }
-    stop_publishing = true;
-    while (!publisher_finished) std::this_thread::sleep_for(1ms);  // its last chunk confirmed
-    sample();
-    const Sample at_end = samples.back();
-    const auto total = published.load();
-
-    // Drain: until every confirmed command is acked (baseline) or the queue is empty and the
-    // rows are there (hourglass).
-    std::optional<std::uint64_t> committed_rows;
-    double drained_s = -1;
-    while (since(start) < publish_end_s + s.drain_timeout_s) {
-        if (baseline) {
-            if (consumed.load() >= total) { drained_s = since(start); break; }
-            std::this_thread::sleep_for(20ms);
-            continue;
-        }
-        const auto ready = monitor.queue_size(queue).value_or(0);
-        if (ready <= ready_at_start) {
-            if (s.pg_url.empty()) { drained_s = since(start); break; }
-            const auto rows = count_rows(s, since(start));
-            committed_rows = rows;
-            if (rows >= total && (!receipts || receipts_now() >= total)) {
-                drained_s = since(start);
-                break;
-            }
-            std::this_thread::sleep_for(200ms);
-        } else {
-            std::this_thread::sleep_for(100ms);
-        }
-        if (samples.back().t + s.sample_s <= since(start)) sample();
-    }
-    stop_consuming = true;
-    publisher.join();
-    if (consumer.joinable()) consumer.join();
-    const auto receipts_received = receipts_now();
-    receipts.reset();
-    if (baseline) {
-        monitor.channel().delete_queue(queue);
-        monitor.channel().delete_exchange(exchange);
-    }
-
-    const Sample from = at_warmup.value_or(samples.front());
-    const double window_s = at_end.t - from.t;
-    const double sustained = window_s > 0 ? static_cast<double>(at_end.acked - from.acked) / window_s : 0;
-    const double published_rate = window_s > 0 ? static_cast<double>(at_end.published - from.published) / window_s : 0;
-    const double receipts_rate =
-        window_s > 0 ? static_cast<double>(at_end.receipts - from.receipts) / window_s : 0;
-    const double total_rate = drained_s > 0 ? static_cast<double>(total) / drained_s : 0;
-    double min_rate = 0;
-    for (std::size_t i = 1; i < samples.size(); ++i) {
-        if (samples[i].t < s.warmup_s || samples[i].t > at_end.t) continue;
-        const double r = static_cast<double>(samples[i].acked - samples[i - 1].acked) / (samples[i].t - samples[i - 1].t);
-        if (min_rate == 0 || r < min_rate) min_rate = r;
-    }
-    nlohmann::json series = nlohmann::json::array();
-    for (const auto& x : samples) series.push_back({std::round(x.t * 10) / 10, x.published, x.acked});
-    nlohmann::json result = {{"scenario", s.scenario},
-                             {"mode", s.mode},
-                             {"duration_s", s.duration_s},
-                             {"ids", s.ids},
-                             {"body_bytes", s.body_bytes},
-                             {"published", total},
-                             {"published_per_s", published_rate},
-                             {"acked_per_s", sustained},
-                             {"acked_per_s_min_1s", min_rate},
-                             {"backlog_at_end", at_end.published - at_end.acked},
-                             {"drained", drained_s > 0},
-                             {"drain_s", drained_s > 0 ? drained_s - at_end.t : -1.0},
-                             {"total_per_s", total_rate},
-                             {"series_t_published_acked", series}};
-    if (committed_rows) result["committed_rows"] = *committed_rows;
-    if (s.receipts) {
-        result["receipts"] = receipts_received;
-        result["receipts_per_s"] = receipts_rate;
-    }
-    std::printf("%-10s %-10s published %8llu (%.0f/s)  acked %.0f/s sustained (min 1 s: %.0f/s)  backlog %llu  "
-                "drained %s in %.1f s  overall %.0f/s%s\n",
-                s.scenario.c_str(), s.mode.c_str(), static_cast<unsigned long long>(total), published_rate,
-                sustained, min_rate, static_cast<unsigned long long>(at_end.published - at_end.acked),
-                drained_s > 0 ? "yes" : "NO", drained_s > 0 ? drained_s - at_end.t : -1.0, total_rate,
-                committed_rows ? (" rows " + std::to_string(*committed_rows)).c_str() : "");
-    if (s.receipts) {
-        std::printf("%-10s %-10s receipts %llu (%.0f/s sustained)\n", s.scenario.c_str(),
-                    s.mode.c_str(), static_cast<unsigned long long>(receipts_received),
-                    receipts_rate);
-    }
-    std::cout << result.dump() << std::endl;
-    return drained_s > 0 ? 0 : 1;
+    return LiveRun(s).run();
 }

@@ -194,6 +194,303 @@ double seconds_between(std::chrono::steady_clock::time_point a,
     return std::chrono::duration<double>(b - a).count();
 }
 
+// What the receivers saw of this run's jobs.
+struct Seen {
+    std::vector<double> lateness;  // ms, one per job received, in arrival order
+    std::size_t early = 0;
+    std::size_t duplicates = 0;
+    std::unordered_map<std::string, int> copies;
+    std::vector<std::vector<double>> series;  // lateness of the releases received per interval
+    std::chrono::sys_time<std::chrono::microseconds> first_us{}, last_us{};
+};
+
+// One run of the driver: its receivers and exchanges, the publisher thread, the receive loop
+// and the report.
+class LatenessRun {
+public:
+    explicit LatenessRun(const Settings& s)
+        : s_(s),
+          hotspot_(s.pattern == "hotspot"),
+          baseline_(s.mode == "baseline"),
+          total_(hotspot_ ? s.jobs : static_cast<std::size_t>(s.rate * s.duration_s)),
+          run_tag_(std::to_string(std::random_device{}() % 1000000)),
+          id_prefix_("bench-" + run_tag_ + "-"),
+          out_exchange_(s.target_exchange.empty() ? s.prefix + ".out" : s.target_exchange),
+          receivers_(s.amqp_url, s.queues, s.receiving_queue_type),
+          random_(s.seed),
+          delay_(s.min_delay_ms, s.max_delay_ms) {
+        if (!s.target_exchange.empty()) receivers_.first().channel().declare_exchange(out_exchange_, "fanout");
+        if (baseline_) {
+            out_exchange_ = "hourglass.bench.baseline.out." + run_tag_;
+            baseline_queue_ = "hourglass.bench.baseline.ttl." + run_tag_;
+            auto& c = receivers_.first().channel();
+            c.declare_exchange(out_exchange_, "fanout");
+            c.declare_queue(baseline_queue_, {{"x-queue-type", std::string("classic")},
+                                              {"x-message-ttl", s.baseline_ttl_ms},
+                                              {"x-dead-letter-exchange", out_exchange_}});
+        }
+        receivers_.subscribe(out_exchange_);
+    }
+
+    // Returns the exit status: 0 only if nothing was lost and nothing was early.
+    int run() {
+        start_steady_ = std::chrono::steady_clock::now();
+        start_ = now_ms();
+        // hotspot; --cron: a whole second, which the cron expression names
+        instant_ = s_.cron ? TimePoint{std::chrono::ceil<std::chrono::seconds>(start_ + Milliseconds{s_.lead_ms})}
+                           : start_ + Milliseconds{s_.lead_ms};
+        last_due_ms_ = to_epoch_ms(hotspot_ ? instant_ : start_);
+        std::thread publisher([this] { publish(); });
+        receive_until_done();
+        publisher.join();
+        receivers_.stop();
+        if (baseline_) receivers_.first().channel().delete_queue(baseline_queue_);
+        if (baseline_ || !s_.target_exchange.empty()) {
+            receivers_.first().channel().delete_exchange(out_exchange_);
+        }
+        const auto lost = report();
+        std::this_thread::sleep_for(std::chrono::duration<double>(s_.linger_s));
+        return lost == 0 && seen_.early == 0 ? 0 : 1;
+    }
+
+private:
+    using Entry = std::pair<TimePoint, Message>;
+    struct Later {
+        bool operator()(const Entry& a, const Entry& b) const { return a.first > b.first; }
+    };
+
+    std::string cron_expression() const {
+        const auto of_day = std::chrono::hh_mm_ss(instant_ - std::chrono::floor<std::chrono::days>(instant_));
+        return std::to_string(of_day.seconds().count()) + " " + std::to_string(of_day.minutes().count()) + " " +
+               std::to_string(of_day.hours().count()) + " * * *";
+    }
+
+    // Job `n`: into `batch` (hourglass), or held until due - ttl (baseline: the driver holds
+    // each message like hourglass's loader).
+    void make(std::size_t n, std::vector<Message>& batch) {
+        const auto id = id_prefix_ + std::to_string(n);
+        const auto wait = hotspot_ ? std::int64_t{0} : delay_(random_);
+        const auto due = hotspot_ ? instant_ : now_ms() + Milliseconds{wait};
+        last_due_ms_ = std::max(last_due_ms_.load(), to_epoch_ms(due));
+        Message m;
+        m.body = s_.body_bytes > 0 ? std::string(s_.body_bytes, 'x') : "payload " + id;
+        m.routing_key = receivers_.routing_key(n);
+        m.properties.message_id = id;
+        m.properties.delivery_mode = 2;
+        if (baseline_) {
+            m.exchange = "";
+            m.routing_key = baseline_queue_;
+            set_header(m.properties, "x-hourglass-id", id);
+            set_header(m.properties, "x-hourglass-due", format_rfc3339_ms(due));
+            held_.emplace(due - Milliseconds{s_.baseline_ttl_ms}, std::move(m));
+            return;
+        }
+        m.exchange = s_.prefix + ".in";
+        if (hotspot_ && s_.cron) {
+            set_header(m.properties, "x-cron", cron_expression());
+            set_header(m.properties, "x-cron-limit", std::int32_t{1});
+        } else if (hotspot_) {
+            set_header(m.properties, "x-schedule-at", to_epoch_ms(instant_));
+        } else {
+            set_header(m.properties, "x-delay", wait);
+        }
+        if (!s_.target_exchange.empty()) set_header(m.properties, "x-hourglass-exchange", s_.target_exchange);
+        batch.push_back(std::move(m));
+    }
+
+    // How many jobs should have been made by now: all at once (a hotspot, unless paced by
+    // --publish-rate), or --rate a second.
+    std::size_t may_have_sent() const {
+        const auto elapsed = seconds_between(start_steady_, std::chrono::steady_clock::now());
+        if (hotspot_ && s_.publish_rate <= 0) return total_;
+        const auto rate = hotspot_ ? s_.publish_rate : s_.rate;
+        return std::min<std::size_t>(total_, static_cast<std::size_t>(elapsed * rate) + 1);
+    }
+
+    // The publisher thread: makes the jobs on their schedule and publishes them with confirms.
+    void publish() {
+        Client client(s_.amqp_url);
+        std::size_t sent = 0;
+        std::vector<Message> batch;
+        bool all_made_noted = false;
+        while (sent < total_ || !held_.empty()) {
+            batch.clear();
+            const auto may_send = may_have_sent();
+            if (hotspot_) {
+                while (sent < may_send && batch.size() < s_.chunk && held_.size() < total_) make(sent++, batch);
+            } else {
+                while (sent < may_send) make(sent++, batch);
+            }
+            const auto now = now_ms();
+            while (!held_.empty() && held_.top().first <= now && batch.size() < s_.chunk) {
+                batch.push_back(held_.top().second);
+                held_.pop();
+            }
+            if (!batch.empty()) {
+                const bool handing_over = baseline_ && hotspot_;
+                if (handing_over && !handover_start_) handover_start_ = std::chrono::steady_clock::now();
+                client.publish_all(batch);  // returns once the broker confirmed every publish
+                if (handing_over) handover_end_ = std::chrono::steady_clock::now();
+            }
+            if (sent == total_ && held_.empty() && !all_made_noted) {
+                publish_s_ = seconds_between(start_steady_, std::chrono::steady_clock::now());
+                all_made_noted = true;
+            }
+            const bool paced = hotspot_ && s_.publish_rate > 0 && sent < total_;
+            if (!hotspot_ || paced || (sent == total_ && (held_.empty() || held_.top().first > now_ms()))) {
+                std::this_thread::sleep_for(hotspot_ && !paced ? 200us : 1ms);
+            }
+        }
+        if (!all_made_noted) publish_s_ = seconds_between(start_steady_, std::chrono::steady_clock::now());
+        publishing_done_ = true;
+        std::this_thread::sleep_for(std::chrono::duration<double>(s_.linger_s));
+    }
+
+    void record(const testing::Received& received) {
+        const auto id = testing::string_header(received.message, "x-hourglass-id");
+        const auto due = parse_rfc3339(testing::string_header(received.message, "x-hourglass-due"));
+        if (!due || id.rfind(id_prefix_, 0) != 0) return;
+        if (seen_.copies[id]++ > 0) {
+            ++seen_.duplicates;
+            return;
+        }
+        if (seen_.lateness.empty()) seen_.first_us = received.received_at_us;
+        seen_.last_us = received.received_at_us;
+        const auto late_ms = std::chrono::duration<double, std::milli>(received.received_at_us - *due).count();
+        if (late_ms < 0) ++seen_.early;
+        seen_.lateness.push_back(late_ms);
+        if (s_.series_every_s > 0) {
+            const auto since_start = std::chrono::duration<double>(
+                received.received_at_us - std::chrono::time_point_cast<std::chrono::microseconds>(start_));
+            const auto bin = static_cast<std::size_t>(std::max(0.0, since_start.count()) / s_.series_every_s);
+            if (seen_.series.size() <= bin) seen_.series.resize(bin + 1);
+            seen_.series[bin].push_back(late_ms);
+        }
+    }
+
+    // Until every job was received (and a moment more, for duplicates that follow closely), or
+    // --drain past the last due time.
+    void receive_until_done() {
+        seen_.lateness.reserve(total_);
+        seen_.copies.reserve(total_);
+        while (true) {
+            if (auto received = receivers_.receive(200ms)) record(*received);
+            if (publishing_done_ && seen_.copies.size() >= total_) {
+                while (auto extra = receivers_.receive(500ms)) {
+                    const auto id = testing::string_header(extra->message, "x-hourglass-id");
+                    if (id.rfind(id_prefix_, 0) == 0 && seen_.copies[id]++ > 0) ++seen_.duplicates;
+                }
+                return;
+            }
+            const auto deadline = from_epoch_ms(last_due_ms_.load()) +
+                                  std::chrono::duration_cast<Milliseconds>(std::chrono::duration<double>(s_.drain_s));
+            if (publishing_done_ && now_ms() > deadline) return;
+        }
+    }
+
+    // The hotspot's figures: the drain, and the driver's own hand-over (baseline).
+    void add_hotspot_figures(nlohmann::json& result, const std::vector<double>& sorted, double span_s) const {
+        const auto within = static_cast<std::size_t>(
+            std::upper_bound(sorted.begin(), sorted.end(), s_.within_s * 1000.0) - sorted.begin());
+        result["instant"] = format_rfc3339_ms(instant_);
+        result["lead_s"] = static_cast<double>(s_.lead_ms) / 1000.0;
+        // How long before the instant the last command was confirmed by the broker.
+        result["published_ahead_s"] = static_cast<double>(s_.lead_ms) / 1000.0 - publish_s_;
+        result["within_s"] = s_.within_s;
+        result["released_within"] = within;
+        result["release_span_s"] = span_s;
+        result["drain_rate_per_s"] = span_s > 0 ? static_cast<double>(seen_.copies.size()) / span_s : 0.0;
+        result["baseline_ttl_ms"] = baseline_ ? s_.baseline_ttl_ms : 0;
+        if (s_.publish_rate > 0) result["publish_rate_per_s"] = s_.publish_rate;
+        if (handover_start_ && handover_end_) {
+            const double handover_s = seconds_between(*handover_start_, *handover_end_);
+            result["handed_over_span_s"] = handover_s;
+            result["handed_over_per_s"] = handover_s > 0 ? static_cast<double>(total_) / handover_s : 0.0;
+            result["confirm_window"] = s_.chunk;
+        }
+    }
+
+    nlohmann::json series_figures() {
+        auto out = nlohmann::json::array();
+        for (std::size_t bin = 0; bin < seen_.series.size(); ++bin) {
+            auto& values = seen_.series[bin];
+            std::sort(values.begin(), values.end());
+            out.push_back({{"t_s", static_cast<double>(bin + 1) * s_.series_every_s},
+                           {"releases", values.size()},
+                           {"lateness_p50_ms", percentile(values, 0.50)},
+                           {"lateness_p99_ms", percentile(values, 0.99)},
+                           {"lateness_max_ms", percentile(values, 1.0)}});
+        }
+        return out;
+    }
+
+    // Prints the table row and the JSON line; returns the jobs lost.
+    std::size_t report() {
+        std::vector<double> sorted = seen_.lateness;
+        std::sort(sorted.begin(), sorted.end());
+        const auto lost = total_ - seen_.copies.size();
+        const double span_s = std::chrono::duration<double>(seen_.last_us - seen_.first_us).count();
+        nlohmann::json result = {{"scenario", s_.scenario},
+                                 {"mode", s_.mode},
+                                 {"targeted", !s_.target_exchange.empty()},
+                                 {"cron", s_.cron},
+                                 {"pattern", s_.pattern},
+                                 {"jobs", total_},
+                                 {"received", seen_.copies.size()},
+                                 {"lost", lost},
+                                 {"early", seen_.early},
+                                 {"duplicates", seen_.duplicates},
+                                 {"lateness_p50_ms", percentile(sorted, 0.50)},
+                                 {"lateness_p99_ms", percentile(sorted, 0.99)},
+                                 {"lateness_max_ms", percentile(sorted, 1.0)},
+                                 {"lateness_min_ms", percentile(sorted, 0.0)},
+                                 {"publish_s", publish_s_},
+                                 {"queues", s_.queues},
+                                 {"receiving_queue_type", s_.receiving_queue_type}};
+        if (hotspot_) {
+            add_hotspot_figures(result, sorted, span_s);
+        } else {
+            result["rate"] = s_.rate;
+            result["duration_s"] = s_.duration_s;
+            result["min_delay_ms"] = s_.min_delay_ms;
+            result["max_delay_ms"] = s_.max_delay_ms;
+        }
+        if (s_.series_every_s > 0) result["series"] = series_figures();
+        std::printf("%-10s %-10s jobs %7zu  lost %zu  early %zu  dup %zu  lateness p50 %.2f ms  p99 %.2f ms  "
+                    "max %.2f ms  min %.2f ms",
+                    s_.scenario.c_str(), s_.mode.c_str(), total_, lost, seen_.early, seen_.duplicates,
+                    percentile(sorted, 0.5), percentile(sorted, 0.99), percentile(sorted, 1.0),
+                    percentile(sorted, 0.0));
+        if (hotspot_) std::printf("  drain %.0f/s over %.2f s", result["drain_rate_per_s"].get<double>(), span_s);
+        std::printf("\n");
+        std::cout << result.dump() << std::endl;
+        return lost;
+    }
+
+    const Settings& s_;
+    const bool hotspot_;
+    const bool baseline_;
+    const std::size_t total_;
+    const std::string run_tag_;
+    const std::string id_prefix_;
+    std::string out_exchange_;
+    std::string baseline_queue_;
+    Receivers receivers_;
+    std::mt19937_64 random_;
+    std::uniform_int_distribution<std::int64_t> delay_;
+    std::chrono::steady_clock::time_point start_steady_;
+    TimePoint start_{};
+    TimePoint instant_{};
+    std::atomic<bool> publishing_done_{false};
+    std::atomic<std::int64_t> last_due_ms_{0};
+    std::priority_queue<Entry, std::vector<Entry>, Later> held_;  // publisher thread only
+    double publish_s_ = 0;  // steady clock: start .. every command confirmed; read after join
+    // baseline hotspot: the driver's own hand-over of the burst into its TTL queue, first
+    // publish to last confirm (the broker's confirmed publish rate, beside hourglass's loader)
+    std::optional<std::chrono::steady_clock::time_point> handover_start_, handover_end_;
+    Seen seen_;
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -242,261 +539,5 @@ int main(int argc, char** argv) {
         return 2;
     }
 
-    const bool hotspot = s.pattern == "hotspot";
-    const bool baseline = s.mode == "baseline";
-    const auto total = hotspot ? s.jobs : static_cast<std::size_t>(s.rate * s.duration_s);
-    const auto run_tag = std::to_string(std::random_device{}() % 1000000);
-    const auto id_prefix = "bench-" + run_tag + "-";
-    std::string out_exchange = s.target_exchange.empty() ? s.prefix + ".out" : s.target_exchange;
-    std::string baseline_queue;
-
-    Receivers receivers(s.amqp_url, s.queues, s.receiving_queue_type);
-    if (!s.target_exchange.empty()) {
-        receivers.first().channel().declare_exchange(out_exchange, "fanout");
-    }
-    if (baseline) {
-        out_exchange = "hourglass.bench.baseline.out." + run_tag;
-        baseline_queue = "hourglass.bench.baseline.ttl." + run_tag;
-        auto& c = receivers.first().channel();
-        c.declare_exchange(out_exchange, "fanout");
-        c.declare_queue(baseline_queue,
-                        {{"x-queue-type", std::string("classic")},
-                         {"x-message-ttl", s.baseline_ttl_ms},
-                         {"x-dead-letter-exchange", out_exchange}});
-    }
-    receivers.subscribe(out_exchange);
-
-    std::mt19937_64 random(s.seed);
-    std::uniform_int_distribution<std::int64_t> delay(s.min_delay_ms, s.max_delay_ms);
-
-    const auto start_steady = std::chrono::steady_clock::now();
-    const auto start = now_ms();
-    // hotspot; --cron: a whole second, which the cron expression names
-    const TimePoint instant = s.cron ? TimePoint{std::chrono::ceil<std::chrono::seconds>(
-                                           start + Milliseconds{s.lead_ms})}
-                                     : start + Milliseconds{s.lead_ms};
-    const auto cron_expression = [&] {
-        const auto of_day = std::chrono::hh_mm_ss(instant - std::chrono::floor<std::chrono::days>(instant));
-        return std::to_string(of_day.seconds().count()) + " " + std::to_string(of_day.minutes().count()) +
-               " " + std::to_string(of_day.hours().count()) + " * * *";
-    }();
-    std::atomic<bool> publishing_done{false};
-    std::atomic<std::int64_t> last_due_ms{to_epoch_ms(hotspot ? instant : start)};
-    double publish_s = 0;  // steady clock: start .. every command confirmed by the broker
-    // baseline hotspot: the driver's own hand-over of the burst into its TTL queue, first
-    // publish to last confirm (the broker's confirmed publish rate, beside hourglass's loader)
-    std::optional<std::chrono::steady_clock::time_point> handover_start, handover_end;
-
-    std::thread publisher([&] {
-        Client client(s.amqp_url);
-        // baseline: the driver holds each message until due - ttl, like hourglass's loader.
-        using Entry = std::pair<TimePoint, Message>;
-        auto later = [](const Entry& a, const Entry& b) { return a.first > b.first; };
-        std::priority_queue<Entry, std::vector<Entry>, decltype(later)> held(later);
-        std::size_t sent = 0;
-        std::vector<Message> batch;
-        const std::string body_pad(s.body_bytes, 'x');
-        auto make = [&](std::size_t n) {
-            const auto id = id_prefix + std::to_string(n);
-            const auto wait = hotspot ? std::int64_t{0} : delay(random);
-            const auto due = hotspot ? instant : now_ms() + Milliseconds{wait};
-            last_due_ms = std::max(last_due_ms.load(), to_epoch_ms(due));
-            Message m;
-            m.body = s.body_bytes > 0 ? body_pad : "payload " + id;
-            m.routing_key = receivers.routing_key(n);
-            m.properties.message_id = id;
-            m.properties.delivery_mode = 2;
-            if (!baseline) {
-                m.exchange = s.prefix + ".in";
-                if (hotspot && s.cron) {
-                    set_header(m.properties, "x-cron", cron_expression);
-                    set_header(m.properties, "x-cron-limit", std::int32_t{1});
-                } else if (hotspot) {
-                    set_header(m.properties, "x-schedule-at", to_epoch_ms(instant));
-                } else {
-                    set_header(m.properties, "x-delay", wait);
-                }
-                if (!s.target_exchange.empty())
-                    set_header(m.properties, "x-hourglass-exchange", s.target_exchange);
-                batch.push_back(std::move(m));
-            } else {
-                m.exchange = "";
-                m.routing_key = baseline_queue;
-                set_header(m.properties, "x-hourglass-id", id);
-                set_header(m.properties, "x-hourglass-due", format_rfc3339_ms(due));
-                held.emplace(due - Milliseconds{s.baseline_ttl_ms}, std::move(m));
-            }
-        };
-        bool all_made_noted = false;
-        while (sent < total || !held.empty()) {
-            batch.clear();
-            if (hotspot) {
-                // --publish-rate: no more than that many jobs a second so far.
-                const auto may_send = s.publish_rate > 0
-                    ? std::min<std::size_t>(total, static_cast<std::size_t>(seconds_between(
-                          start_steady, std::chrono::steady_clock::now()) * s.publish_rate) + 1)
-                    : total;
-                while (sent < may_send && batch.size() < s.chunk && held.size() < total) make(sent++);
-            } else {
-                const auto should_have_sent = std::min<std::size_t>(
-                    total,
-                    static_cast<std::size_t>(
-                        seconds_between(start_steady, std::chrono::steady_clock::now()) * s.rate) +
-                        1);
-                while (sent < should_have_sent) make(sent++);
-            }
-            const auto now = now_ms();
-            while (!held.empty() && held.top().first <= now && batch.size() < s.chunk) {
-                batch.push_back(held.top().second);
-                held.pop();
-            }
-            if (!batch.empty()) {
-                const bool handing_over = baseline && hotspot;
-                if (handing_over && !handover_start)
-                    handover_start = std::chrono::steady_clock::now();
-                client.publish_all(batch);  // returns once the broker confirmed every publish
-                if (handing_over) handover_end = std::chrono::steady_clock::now();
-            }
-            if (sent == total && held.empty() && !all_made_noted) {
-                publish_s = seconds_between(start_steady, std::chrono::steady_clock::now());
-                all_made_noted = true;
-            }
-            const bool paced = hotspot && s.publish_rate > 0 && sent < total;
-            if (!hotspot || paced || (sent == total && (held.empty() || held.top().first > now_ms()))) {
-                std::this_thread::sleep_for(hotspot && !paced ? 200us : 1ms);
-            }
-        }
-        if (!all_made_noted)
-            publish_s = seconds_between(start_steady, std::chrono::steady_clock::now());
-        publishing_done = true;
-        std::this_thread::sleep_for(std::chrono::duration<double>(s.linger_s));
-    });
-
-    std::vector<double> lateness;
-    lateness.reserve(total);
-    std::size_t early = 0;
-    std::size_t duplicates = 0;
-    std::unordered_map<std::string, int> seen;
-    seen.reserve(total);
-    std::optional<TimePoint> first_receive, last_receive;
-    std::vector<std::vector<double>> series;  // lateness of the releases received per interval
-    std::chrono::sys_time<std::chrono::microseconds> first_us{}, last_us{};
-    while (true) {
-        auto received = receivers.receive(200ms);
-        if (received) {
-            const auto id = testing::string_header(received->message, "x-hourglass-id");
-            const auto due =
-                parse_rfc3339(testing::string_header(received->message, "x-hourglass-due"));
-            if (!due || id.rfind(id_prefix, 0) != 0) continue;
-            if (seen[id]++ > 0) {
-                ++duplicates;
-                continue;
-            }
-            if (lateness.empty()) first_us = received->received_at_us;
-            last_us = received->received_at_us;
-            const auto late_ms =
-                std::chrono::duration<double, std::milli>(received->received_at_us - *due).count();
-            if (late_ms < 0) ++early;
-            lateness.push_back(late_ms);
-            if (s.series_every_s > 0) {
-                const auto since_start = std::chrono::duration<double>(
-                    received->received_at_us -
-                    std::chrono::time_point_cast<std::chrono::microseconds>(start));
-                const auto bin =
-                    static_cast<std::size_t>(std::max(0.0, since_start.count()) / s.series_every_s);
-                if (series.size() <= bin) series.resize(bin + 1);
-                series[bin].push_back(late_ms);
-            }
-        }
-        if (publishing_done && seen.size() >= total) {
-            // A moment more, to see duplicates that follow closely.
-            while (auto extra = receivers.receive(500ms)) {
-                const auto id = testing::string_header(extra->message, "x-hourglass-id");
-                if (id.rfind(id_prefix, 0) == 0 && seen[id]++ > 0) ++duplicates;
-            }
-            break;
-        }
-        const auto deadline =
-            from_epoch_ms(last_due_ms.load()) +
-            std::chrono::duration_cast<Milliseconds>(std::chrono::duration<double>(s.drain_s));
-        if (publishing_done && now_ms() > deadline) break;
-    }
-    publisher.join();
-    receivers.stop();
-    if (baseline) receivers.first().channel().delete_queue(baseline_queue);
-    if (baseline || !s.target_exchange.empty()) {
-        receivers.first().channel().delete_exchange(out_exchange);
-    }
-
-    std::vector<double> sorted = lateness;
-    std::sort(sorted.begin(), sorted.end());
-    const auto lost = total - seen.size();
-    const double span_s = std::chrono::duration<double>(last_us - first_us).count();
-    nlohmann::json result = {{"scenario", s.scenario},
-                             {"mode", s.mode},
-                             {"targeted", !s.target_exchange.empty()},
-                             {"cron", s.cron},
-                             {"pattern", s.pattern},
-                             {"jobs", total},
-                             {"received", seen.size()},
-                             {"lost", lost},
-                             {"early", early},
-                             {"duplicates", duplicates},
-                             {"lateness_p50_ms", percentile(sorted, 0.50)},
-                             {"lateness_p99_ms", percentile(sorted, 0.99)},
-                             {"lateness_max_ms", percentile(sorted, 1.0)},
-                             {"lateness_min_ms", percentile(sorted, 0.0)},
-                             {"publish_s", publish_s},
-                             {"queues", s.queues},
-                             {"receiving_queue_type", s.receiving_queue_type}};
-    if (hotspot) {
-        const auto within = static_cast<std::size_t>(
-            std::upper_bound(sorted.begin(), sorted.end(), s.within_s * 1000.0) - sorted.begin());
-        result["instant"] = format_rfc3339_ms(instant);
-        result["lead_s"] = static_cast<double>(s.lead_ms) / 1000.0;
-        // How long before the instant the last command was confirmed by the broker.
-        result["published_ahead_s"] = static_cast<double>(s.lead_ms) / 1000.0 - publish_s;
-        result["within_s"] = s.within_s;
-        result["released_within"] = within;
-        result["release_span_s"] = span_s;
-        result["drain_rate_per_s"] = span_s > 0 ? static_cast<double>(seen.size()) / span_s : 0.0;
-        result["baseline_ttl_ms"] = baseline ? s.baseline_ttl_ms : 0;
-        if (s.publish_rate > 0) result["publish_rate_per_s"] = s.publish_rate;
-        if (handover_start && handover_end) {
-            const double handover_s = seconds_between(*handover_start, *handover_end);
-            result["handed_over_span_s"] = handover_s;
-            result["handed_over_per_s"] =
-                handover_s > 0 ? static_cast<double>(total) / handover_s : 0.0;
-            result["confirm_window"] = s.chunk;
-        }
-    } else {
-        result["rate"] = s.rate;
-        result["duration_s"] = s.duration_s;
-        result["min_delay_ms"] = s.min_delay_ms;
-        result["max_delay_ms"] = s.max_delay_ms;
-    }
-    if (s.series_every_s > 0) {
-        auto& out = result["series"] = nlohmann::json::array();
-        for (std::size_t bin = 0; bin < series.size(); ++bin) {
-            auto& values = series[bin];
-            std::sort(values.begin(), values.end());
-            out.push_back({{"t_s", static_cast<double>(bin + 1) * s.series_every_s},
-                           {"releases", values.size()},
-                           {"lateness_p50_ms", percentile(values, 0.50)},
-                           {"lateness_p99_ms", percentile(values, 0.99)},
-                           {"lateness_max_ms", percentile(values, 1.0)}});
-        }
-    }
-    std::printf(
-        "%-10s %-10s jobs %7zu  lost %zu  early %zu  dup %zu  lateness p50 %.2f ms  p99 %.2f ms  "
-        "max %.2f ms  min %.2f ms",
-        s.scenario.c_str(), s.mode.c_str(), total, lost, early, duplicates, percentile(sorted, 0.5),
-        percentile(sorted, 0.99), percentile(sorted, 1.0), percentile(sorted, 0.0));
-    if (hotspot) {
-        std::printf("  drain %.0f/s over %.2f s", result["drain_rate_per_s"].get<double>(), span_s);
-    }
-    std::printf("\n");
-    std::cout << result.dump() << std::endl;
-    std::this_thread::sleep_for(std::chrono::duration<double>(s.linger_s));
-    return lost == 0 && early == 0 ? 0 : 1;
+    return LatenessRun(s).run();
 }

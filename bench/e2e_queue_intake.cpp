@@ -265,77 +265,101 @@ double seconds(SteadyClock::duration d) {
     return std::chrono::duration<double>(d).count();
 }
 
+// The exchanges and TTL lanes of one arrival, declared on `setup` and deleted with delete_all().
+struct ArrivalRoute {
+    std::string exchange;  // the consumers' exchange
+    std::string released;  // hourglass's release route (--release-route), or empty
+    std::string copy;
+    std::vector<std::string> lanes;  // dead-lettered arrivals: the TTL queues, each behind a fanout
+
+    void delete_all(amqp::Channel& setup) const {
+        for (const auto& lane : lanes) {
+            setup.delete_queue(lane);
+            setup.delete_exchange(lane);
+        }
+        if (!released.empty()) {
+            setup.delete_exchange(released);
+            setup.delete_exchange(copy);
+        }
+        setup.delete_exchange(exchange);
+    }
+};
+
+ArrivalRoute declare_route(amqp::Channel& setup, const Settings& s, const std::string& exchange,
+                           bool dead_lettered) {
+    ArrivalRoute route{.exchange = exchange, .released = {}, .copy = {}, .lanes = {}};
+    // hourglass's release route: the lanes dead-letter into a fanout exchange bound to the
+    // consumer's exchange and to a direct exchange (hourglass's copy to its audit, here bound
+    // to nothing the messages' key matches).
+    if (dead_lettered && s.release_route) {
+        route.released = exchange + ".released";
+        route.copy = exchange + ".copy";
+        setup.declare_exchange(route.released, "fanout");
+        setup.declare_exchange(route.copy, "direct");
+        setup.bind_exchange(exchange, route.released, "");
+        setup.bind_exchange(route.copy, route.released, "");
+    }
+    if (!dead_lettered) return route;
+    for (std::size_t lane = 0; lane < s.lanes; ++lane) {
+        route.lanes.push_back(exchange + ".lane-" + std::to_string(lane));
+        setup.declare_exchange(route.lanes.back(), "fanout");
+        amqp::Arguments arguments{{"x-queue-type", std::string("classic")},
+                                  {"x-dead-letter-exchange", s.release_route ? route.released : exchange}};
+        if (s.queue_ttl_ms > 0) arguments.emplace_back("x-message-ttl", s.queue_ttl_ms);
+        setup.declare_queue(route.lanes.back(), arguments);
+        setup.bind_queue(route.lanes.back(), route.lanes.back(), "");
+    }
+    return route;
+}
+
+// Publishes the burst through its TTL lanes so that every message expires at one instant (or
+// paced from it); returns that instant. With --queue-ttl the lanes' TTL expires each message
+// that long after its publish instead, like hourglass's delay queues, and the instant is when
+// the first one expires. Starts the consumers just before, unless `preloaded`.
+SteadyClock::time_point publish_dead_lettered(Client& publisher, const Settings& s, const ArrivalRoute& route,
+                                              Consumers& consumers, bool preloaded, const std::string& arrival) {
+    const auto publish_estimate = std::chrono::milliseconds{
+        static_cast<std::int64_t>(s.messages / 10)};  // at 10,000/s, generously
+    const auto due = SteadyClock::now() + (s.queue_ttl_ms > 0 ? std::chrono::milliseconds{s.queue_ttl_ms}
+                                                              : publish_estimate + std::chrono::milliseconds{s.lead_ms});
+    if (!preloaded) consumers.start();
+    publish(publisher, s, [&](Message m, std::size_t n) {
+        m.exchange = route.lanes[n % route.lanes.size()];
+        const auto chunk_start = n / s.pace_chunk * s.pace_chunk;
+        const auto offset = std::chrono::milliseconds{
+            s.pace > 0 ? static_cast<std::int64_t>(chunk_start * 1000 / s.pace) : 0};
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(due + offset - SteadyClock::now());
+        if (s.queue_ttl_ms <= 0) {
+            m.properties.expiration = std::to_string(std::max<std::int64_t>(0, left.count()));
+        }
+        return m;
+    });
+    if (SteadyClock::now() >= due) {
+        std::cerr << arrival << ": publishing outlasted the lead; raise --lead\n";
+    }
+    return due;
+}
+
 nlohmann::json run_arrival(const Settings& s, const std::string& arrival, const std::string& tag) {
     Client publisher(s.amqp_url);
     auto& setup = publisher.channel();
     const std::string exchange = "hourglass.bench.intake." + tag;
     setup.declare_exchange(exchange, "topic");
     Consumers consumers(s, exchange);
-
     const bool dead_lettered = arrival.starts_with("dead-lettered");
     const bool preloaded = arrival.ends_with("preloaded");
-    std::vector<std::string> lanes;
-    // hourglass's release route: the lanes dead-letter into a fanout exchange bound to the
-    // consumer's exchange and to a direct exchange (hourglass's copy to its audit, here bound
-    // to nothing the messages' key matches).
-    const std::string released = exchange + ".released";
-    const std::string copy = exchange + ".copy";
-    if (dead_lettered && s.release_route) {
-        setup.declare_exchange(released, "fanout");
-        setup.declare_exchange(copy, "direct");
-        setup.bind_exchange(exchange, released, "");
-        setup.bind_exchange(copy, released, "");
-    }
-    if (dead_lettered) {
-        for (std::size_t lane = 0; lane < s.lanes; ++lane) {
-            lanes.push_back(exchange + ".lane-" + std::to_string(lane));
-            setup.declare_exchange(lanes.back(), "fanout");
-            amqp::Arguments arguments{
-                {"x-queue-type", std::string("classic")},
-                {"x-dead-letter-exchange", s.release_route ? released : exchange}};
-            if (s.queue_ttl_ms > 0) arguments.emplace_back("x-message-ttl", s.queue_ttl_ms);
-            setup.declare_queue(lanes.back(), arguments);
-            setup.bind_queue(lanes.back(), lanes.back(), "");
-        }
-    }
+    const auto route = declare_route(setup, s, exchange, dead_lettered);
 
     SteadyClock::time_point from;
-    if (!dead_lettered) {
+    if (dead_lettered) {
+        from = publish_dead_lettered(publisher, s, route, consumers, preloaded, arrival);
+    } else {
         if (!preloaded) consumers.start();
-        const auto start = SteadyClock::now();
+        from = SteadyClock::now();
         publish(publisher, s, [&](Message m, std::size_t) {
             m.exchange = exchange;
             return m;
         });
-        from = start;
-    } else {
-        // Every message expires at `due` (message k at due + k / --pace with a pace): its
-        // expiration is what is left until then. With --queue-ttl the lanes' TTL expires each
-        // message that long after its publish instead, like hourglass's delay queues, and `due`
-        // is when the first one expires.
-        const auto publish_estimate = std::chrono::milliseconds{
-            static_cast<std::int64_t>(s.messages / 10)};  // at 10,000/s, generously
-        const auto due =
-            SteadyClock::now() + (s.queue_ttl_ms > 0
-                                      ? std::chrono::milliseconds{s.queue_ttl_ms}
-                                      : publish_estimate + std::chrono::milliseconds{s.lead_ms});
-        if (!preloaded) consumers.start();
-        publish(publisher, s, [&](Message m, std::size_t n) {
-            m.exchange = lanes[n % lanes.size()];
-            const auto chunk_start = n / s.pace_chunk * s.pace_chunk;
-            const auto offset = std::chrono::milliseconds{
-                s.pace > 0 ? static_cast<std::int64_t>(chunk_start * 1000 / s.pace) : 0};
-            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                due + offset - SteadyClock::now());
-            if (s.queue_ttl_ms <= 0) {
-                m.properties.expiration = std::to_string(std::max<std::int64_t>(0, left.count()));
-            }
-            return m;
-        });
-        if (SteadyClock::now() >= due) {
-            std::cerr << arrival << ": publishing outlasted the lead; raise --lead\n";
-        }
-        from = due;
     }
     double intake = 0;  // preloaded: from the first publish or the due instant to all queued
     if (preloaded) {
@@ -353,15 +377,7 @@ nlohmann::json run_arrival(const Settings& s, const std::string& arrival, const 
     const double after_first = tally.handled() > 1 ? static_cast<double>(tally.handled() - 1) /
                                                          seconds(tally.last() - tally.first())
                                                    : 0;
-    for (const auto& lane : lanes) {
-        setup.delete_queue(lane);
-        setup.delete_exchange(lane);
-    }
-    if (dead_lettered && s.release_route) {
-        setup.delete_exchange(released);
-        setup.delete_exchange(copy);
-    }
-    setup.delete_exchange(exchange);
+    route.delete_all(setup);
     return {{"scenario", "queue-intake"},
             {"arrival", arrival},
             {"messages", s.messages},

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <vector>
 
@@ -20,8 +21,10 @@ struct AckPlan {
 inline AckPlan plan_acks(const std::vector<std::uint64_t>& settled,
                          std::optional<std::uint64_t> first_waiting) {
     AckPlan plan;
+    // Delivery tags count from 1: no tag reaches the largest value.
+    const auto waiting_from = first_waiting.value_or(std::numeric_limits<std::uint64_t>::max());
     for (const auto tag : settled) {
-        if (!first_waiting || tag < *first_waiting) {
+        if (tag < waiting_from) {
             if (!plan.through || tag > *plan.through) plan.through = tag;
         } else {
             plan.one_by_one.push_back(tag);

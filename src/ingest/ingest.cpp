@@ -7,6 +7,7 @@
 #include <iterator>
 #include <optional>
 #include <unordered_set>
+#include <utility>
 
 #include "amqp/ack_plan.hpp"
 #include "amqp/confirm_tracker.hpp"
@@ -121,9 +122,37 @@ private:
 
     void process_batch(std::stop_token stop) {
         metrics_.count_received(batch_.size());
-        // The round: the commands waiting for a locked job first when it is time to try them
-        // again (else they stay where they are), then the batch. Delivery tags increase along it.
         const bool retrying = retry_due();
+        auto [round, retried] = take_round(retrying);
+        std::vector<Command> commands;
+        commands.reserve(round.size());
+        for (const auto& received : round) {
+            const auto& message = received.delivery.message;
+            auto command = parse_command(message, received.received_at, limits_, generate_uuid);
+            assign_owner(command, amqp_owner(message, limits_.owners), limits_.owners);
+            commands.push_back(std::move(command));
+        }
+        auto outcomes = apply_round(commands, retried, retrying);
+        bound_waiting(round, commands, outcomes);
+        record_rejections(round, commands, outcomes);
+        const auto answered = answer_outcomes(round, commands, outcomes);
+        if (answered.earliest_due && loader_.wake) loader_.wake(*answered.earliest_due);
+        // Rejections must be safe in the broker before the command is acked (never dropped).
+        auto arrived_meanwhile = await_publications(stop);
+        settle_round(round, commands, outcomes, retrying);
+        metrics_.count_outcomes(answered.applied);
+        spdlog::debug("ingest: committed {} commands ({} rejected, {} waiting)", answered.applied.size(),
+                      answered.rejected, waiting_.size());
+        batch_bytes_ = 0;
+        for (const auto& received : arrived_meanwhile) batch_bytes_ += received.delivery.message.body.size();
+        batch_.assign(std::make_move_iterator(arrived_meanwhile.begin()),
+                      std::make_move_iterator(arrived_meanwhile.end()));
+    }
+
+    // The round: the commands waiting for a locked job first when it is time to try them again
+    // (else they stay where they are), then the batch. Delivery tags increase along it. Returns
+    // it with the count of retried commands at its head.
+    std::pair<std::vector<Received>, std::size_t> take_round(bool retrying) {
         std::vector<Received> round;
         round.reserve((retrying ? waiting_.size() : 0) + batch_.size());
         if (retrying) {
@@ -133,15 +162,12 @@ private:
         const auto retried = round.size();
         std::move(batch_.begin(), batch_.end(), std::back_inserter(round));
         batch_.clear();
-        std::vector<Command> commands;
-        commands.reserve(round.size());
-        for (const auto& received : round) {
-            const auto& message = received.delivery.message;
-            auto command = parse_command(message, received.received_at, limits_, generate_uuid);
-            assign_owner(command, amqp_owner(message, limits_.owners), limits_.owners);
-            commands.push_back(std::move(command));
-        }
-        // Retried apart from the batch: a job still locked costs the batch no second wait.
+        return {std::move(round), retried};
+    }
+
+    // Applies the round's commands, the first `retried` apart from the rest: a job still locked
+    // costs the batch no second wait. No outcome: the job's row is locked, the command waits.
+    Outcomes apply_round(std::vector<Command>& commands, std::size_t retried, bool retrying) {
         std::unordered_set<std::string> waiting_ids;
         if (!retrying) waiting_ids = waiting_ids_;
         // Jobs claimed at insert are handed to the loader as each part of the batch commits,
@@ -158,14 +184,19 @@ private:
         auto fresh = apply_isolating(all.subspan(retried), apply, waiting_ids);
         std::move(fresh.begin(), fresh.end(), std::back_inserter(outcomes));
         claims.hand_over();
-        bound_waiting(round, commands, outcomes);
+        return outcomes;
+    }
 
-        record_rejections(round, commands, outcomes);
-
-        std::optional<TimePoint> earliest_due;  // of the jobs accepted within the horizon
-        const auto horizon_end = now_() + options_.horizon;
-        std::size_t rejected = 0;
+    struct Answered {
         std::vector<CommandOutcome> applied;
+        std::size_t rejected = 0;
+        std::optional<TimePoint> earliest_due;  // of the jobs accepted within the horizon
+    };
+    // Publishes each outcome's rejection and receipt, and logs the commands that wait.
+    Answered answer_outcomes(const std::vector<Received>& round, const std::vector<Command>& commands,
+                             const Outcomes& outcomes) {
+        Answered answered;
+        const auto horizon_end = now_() + options_.horizon;
         for (std::size_t i = 0; i < commands.size(); ++i) {
             if (!outcomes[i]) {
                 if (const auto grant = waiting_lines_.take(LogBudget::Clock::now()); grant.log) {
@@ -178,9 +209,9 @@ private:
                 continue;
             }
             const auto& outcome = *outcomes[i];
-            applied.push_back(outcome);
+            answered.applied.push_back(outcome);
             if (outcome.status == CommandStatus::rejected) {
-                ++rejected;
+                ++answered.rejected;
                 if (const auto grant = rejection_lines_.take(LogBudget::Clock::now()); grant.log) {
                     spdlog::info("ingest: rejected a command (id {}): {}{}",
                                  quote_value(commands[i].id, 64), outcome.error,
@@ -199,32 +230,28 @@ private:
             if ((outcome.status == CommandStatus::scheduled ||
                  outcome.status == CommandStatus::replaced) &&
                 !outcome.claimed && outcome.due && *outcome.due <= horizon_end) {
-                earliest_due = std::min(earliest_due.value_or(*outcome.due), *outcome.due);
+                answered.earliest_due = std::min(answered.earliest_due.value_or(*outcome.due), *outcome.due);
             }
         }
-        if (earliest_due && loader_.wake) loader_.wake(*earliest_due);
-        // Rejections must be safe in the broker before the command is acked (never dropped).
+        return answered;
+    }
+
+    // Waits for the confirms of the round's publications; returns the commands that arrived
+    // meanwhile (the next batch).
+    std::deque<Received> await_publications(std::stop_token stop) {
         std::deque<Received> arrived_meanwhile;
-        std::size_t arrived_bytes = 0;
         while (!publications_.empty()) {
             // Left unacked: the broker delivers the batch again to whoever consumes next.
             if (stop.stop_requested()) throw amqp::ConnectionError("stopping before confirms");
             if (auto event = channel_->next_event(std::chrono::milliseconds{100})) {
                 if (auto* delivery = std::get_if<amqp::Delivery>(&*event)) {
-                    arrived_bytes += delivery->message.body.size();
                     arrived_meanwhile.push_back({std::move(*delivery), now_()});
                 } else {
                     take(std::move(*event));
                 }
             }
         }
-        settle_round(round, commands, outcomes, retrying);
-        metrics_.count_outcomes(applied);
-        spdlog::debug("ingest: committed {} commands ({} rejected, {} waiting)", applied.size(),
-                      rejected, waiting_.size());
-        batch_.assign(std::make_move_iterator(arrived_meanwhile.begin()),
-                      std::make_move_iterator(arrived_meanwhile.end()));
-        batch_bytes_ = arrived_bytes;
+        return arrived_meanwhile;
     }
 
     // Acks the round's commands that have an outcome and keeps the others waiting, in delivery

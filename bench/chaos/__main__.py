@@ -20,6 +20,8 @@ it injects one fault at random, logged with its start and end:
   lock_instances  a transaction holding hourglass.instances FOR UPDATE (every row, or one
                 instance's) for 5-60 s: an operator's forgotten transaction
   lock_jobs     a transaction holding the 100 next pending jobs FOR UPDATE for 5-60 s
+  clock_step    one instance's clock (libfaketime, read from a file of its own) stepped 5 s
+                forward or back for 5-30 s, then stepped back: NTP stepping, a VM resumed
 Then it lets the load drain, reads the checker's result, counts jobs still pending past their
 due time (parked), explains each duplicate by a fault (report.py), prints a table, writes
 summary.json, faults.json and a plot (gnuplot, if installed) into --out, and exits 1 if a job
@@ -47,7 +49,12 @@ MEMORY_ALARM_FOR = ("vm_memory_monitor:set_vm_memory_high_watermark({absolute, 1
                     "timer:apply_after(%d, vm_memory_monitor, set_vm_memory_high_watermark, [0.4]), ok.")
 
 FAULTS = ("kill9", "sigstop", "pg_immediate", "pg_terminate", "broker_close", "memory_alarm",
-          "full_queue", "net_cut_pg", "net_cut_amqp", "pg_stall", "lock_instances", "lock_jobs")
+          "full_queue", "net_cut_pg", "net_cut_amqp", "pg_stall", "lock_instances", "lock_jobs", "clock_step")
+
+# Every instance runs under libfaketime (Debian's faketime), its offset read from a file of its
+# own at most once a second; its monotonic clock is left alone, as a step leaves it.
+FAKETIME = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
+CLOCK_STEP_S = 5
 
 
 def parse_args():
@@ -127,7 +134,28 @@ class Campaign:
                    "--amqp-url", self.through(self.amqp_url, proxies["amqp"]),
                    "--pg-url", self.through(self.pg_url, proxies["pg"]),
                    "--resend-after", self.args.resend_after, "--http", "off", "--log-level", "info"]
-        self.processes[name] = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        self.processes[name] = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
+                                                env=self.clock_env(name))
+
+    def clock_file(self, name):
+        return os.path.join(self.args.out, f"{name}.clock")
+
+    def set_clock(self, name, offset_s):
+        with open(self.clock_file(name), "w") as f:
+            f.write(f"{offset_s:+d}s\n")
+
+    def clock_env(self, name):
+        """The environment of an instance whose clock a clock_step fault can step."""
+        env = dict(self.env)
+        if "clock_step" not in self.args.faults.split(","):
+            return env
+        if not os.access(FAKETIME, os.R_OK):
+            raise RuntimeError(f"{FAKETIME} is missing (apt-get install faketime): needed by clock_step")
+        self.set_clock(name, 0)
+        env.update({"LD_PRELOAD": FAKETIME, "FAKETIME_TIMESTAMP_FILE": self.clock_file(name),
+                    "FAKETIME_CACHE_DURATION": "1", "FAKETIME_DONT_FAKE_MONOTONIC": "1"})
+        env.pop("FAKETIME", None)
+        return env
 
     def stop_all(self):
         for process in self.processes.values():
@@ -214,6 +242,15 @@ class Campaign:
                 rows = f"SELECT 1 FROM {self.schema}.instances ORDER BY random() LIMIT 1 FOR UPDATE"
             # One transaction: the rows stay locked while it sleeps.
             self.psql(f"BEGIN; {rows}; SELECT pg_sleep({hold:.1f}); COMMIT")
+        elif kind == "clock_step":
+            target = self.instance()
+            step = self.random.choice((CLOCK_STEP_S, -CLOCK_STEP_S))
+            self.set_clock(target, step)
+            try:
+                time.sleep(self.random.uniform(5, 30))
+            finally:
+                self.set_clock(target, 0)
+            target = f"{target} {step:+d} s"
         elif kind in ("net_cut_pg", "net_cut_amqp"):
             target = self.instance()
             proxy = self.proxies[target]["pg" if kind == "net_cut_pg" else "amqp"]

@@ -12,9 +12,10 @@ class Explain(unittest.TestCase):
         duplicate = {"id": "a", "run": 1, "due": 100.0, "received": [100.1, 104.0]}
         self.assertEqual(report.explain(duplicate, [fault("kill9", 99.0, 102.0)], 15)["kind"], "kill9")
 
-    def test_a_memory_alarm_or_a_full_queue_explains_nothing(self):
+    def test_a_memory_alarm_a_full_queue_a_stall_a_lock_or_a_clock_step_explains_nothing(self):
         duplicate = {"id": "a", "run": 1, "due": 100.0, "received": [100.1, 104.0]}
-        faults = [fault("memory_alarm", 99.0, 102.0), fault("full_queue", 99.0, 110.0)]
+        faults = [fault(kind, 99.0, 102.0) for kind in
+                  ("memory_alarm", "full_queue", "pg_stall", "lock_instances", "lock_jobs", "clock_step")]
         self.assertIsNone(report.explain(duplicate, faults, 15))
 
     def test_a_fault_long_after_the_second_copy_explains_nothing(self):

@@ -135,26 +135,29 @@ void Claimer::run(std::stop_token stop, const store::StoreOptions& store_options
         // No claims at insert while the claimer is away: it schedules them.
         const auto close_on_exit = std::unique_ptr<InsertClaimDesk, void (*)(InsertClaimDesk*)>(
             &with_.insert_claims, [](InsertClaimDesk* desk) { desk->set_open(false); });
-        // Claims run every poll interval, at once when woken, and back to back while each
-        // stops at its limit (a hotspot, or memory freed by confirms while one remains).
-        Pacing pacing{.next_claim = clock_.steady(), .backlog = true};
+        start_pacing();
         while (true) {
-            if (with_.leases.claims_lost()) forget_lost_claims(store);
-            if (stop.stop_requested()) take_insert_claims(true);  // gives them back
-            const bool others_done = with_.other_stages_done();  // after `stop`
-            const auto given_back = give_back_refused(store);
-            if (stop.stop_requested()) {
-                if (others_done) {
-                    with_.insert_claims.close(kInsertClaimsCloseWait);
-                    finish_claims(store);
-                    return;
-                }
-            } else if (claim_round(store, pacing, !given_back.empty())) {
-                continue;
-            }
-            wait_for_work(stop, pacing, others_done);
+            const auto next = round(store, stop);
+            if (next == Next::finished) return;
+            if (next == Next::wait) wait_for_work(stop, pacing_, others_done_);
         }
     });
+}
+
+void Claimer::start_pacing() { pacing_ = Pacing{.next_claim = clock_.steady(), .backlog = true}; }
+
+Claimer::Next Claimer::round(store::ClaimStore& store, std::stop_token stop) {
+    if (with_.leases.claims_lost()) forget_lost_claims(store);
+    if (stop.stop_requested()) take_insert_claims(true);  // gives them back
+    others_done_ = with_.other_stages_done();  // after `stop`
+    const auto given_back = give_back_refused(store);
+    if (stop.stop_requested()) {
+        if (!others_done_) return Next::wait;
+        with_.insert_claims.close(kInsertClaimsCloseWait);
+        finish_claims(store);
+        return Next::finished;
+    }
+    return claim_round(store, pacing_, !given_back.empty()) ? Next::claim_again : Next::wait;
 }
 
 void Claimer::schedule(std::vector<ClaimedRun> runs) {

@@ -97,6 +97,16 @@ public:
     // stages ended; then gives back what is not published and leaves. Reconnects after a failure.
     void run(std::stop_token stop, const store::StoreOptions& store_options);
 
+    // What run() does between its waits, for tests on a manual clock: one round on `store`
+    // (forget what a fence took, give back what the others handed over, claim if it is time),
+    // and what to do next: claim again at once (a claim stopped at its limit), wait for the next
+    // claim or a doorbell, or stop (after `stop`, once the others ended and all is given back).
+    // Claims run every poll interval, at once when the doorbell asks, and back to back while
+    // each stops at its limit (a hotspot, or memory freed by confirms while one remains).
+    enum class Next { claim_again, wait, finished };
+    void start_pacing();  // a new connection: the first round claims
+    Next round(store::ClaimStore& store, std::stop_token stop);
+
 private:
     // At a stop, how long the claimer waits for ingest to end the offers it took.
     static constexpr auto kInsertClaimsCloseWait = std::chrono::seconds{2};
@@ -152,6 +162,8 @@ private:
     bool forward_ladder_declared_;
     std::future<void> forward_ladder_declaration_;  // while one is under way
     LogBudget forward_ladder_log_{1, std::chrono::minutes{1}};
+    Pacing pacing_;
+    bool others_done_ = false;  // at the last round
     // Runs to give back whose rows another transaction holds: given back when retry_ says,
     // and meanwhile claimed by nobody else (this instance's lease), nor held up by anything.
     std::vector<std::string> held_give_backs_;

@@ -206,9 +206,7 @@ void Publisher::publish_session(std::stop_token stop) {
     std::optional<std::chrono::steady_clock::time_point> stop_deadline;
     try {
         while (true) {
-            with_.metrics.set_unconfirmed_publishes(in_flight.size());
-            auto batch = take_due(stop);
-            publish_batch(*channel, batch, in_flight);
+            const auto batch = publish_next(*channel, in_flight, stop);
             if (stop.stop_requested()) {
                 if (!stop_deadline) stop_deadline = clock_.steady() + kShutdownConfirmWait;
                 if (in_flight.empty() || clock_.steady() > *stop_deadline) break;
@@ -225,6 +223,26 @@ void Publisher::publish_session(std::stop_token stop) {
     if (!in_flight.empty()) {
         spdlog::warn("loader: {} publishes unconfirmed at shutdown; their claims go back to the store",
                      in_flight.size());
+    }
+}
+
+Publisher::DueBatch Publisher::publish_next(ReleaseChannel& channel, InFlight& in_flight,
+                                            std::stop_token stop) {
+    with_.metrics.set_unconfirmed_publishes(in_flight.size());
+    auto batch = take_due(stop);
+    publish_batch(channel, batch, in_flight);
+    return batch;
+}
+
+std::size_t Publisher::publish_due(ReleaseChannel& channel, InFlight& in_flight, std::stop_token stop) {
+    const auto before = in_flight.size();
+    publish_next(channel, in_flight, stop);
+    return in_flight.size() - before;
+}
+
+void Publisher::settle_arrived(ReleaseChannel& channel, InFlight& in_flight) {
+    while (auto event = channel.next_event(std::chrono::microseconds{0})) {
+        if (const auto* confirm = std::get_if<amqp::Confirm>(&*event)) settle_confirm(in_flight, *confirm);
     }
 }
 

@@ -70,12 +70,20 @@ public:
     // and closes the hand-off to the recorder.
     void run(std::stop_token stop);
 
+    // A connection's publishes awaiting their confirm.
+    using InFlight = amqp::ConfirmTracker<ScheduledRun>;
+    // What a connection's publishing does between its waits, for tests on a manual clock:
+    // publishes the runs due now (within the confirm window) on `channel`, each only while
+    // this instance's claims are surely its own; returns how many it published.
+    std::size_t publish_due(ReleaseChannel& channel, InFlight& in_flight, std::stop_token stop);
+    // Settles the confirms that have arrived, without waiting.
+    void settle_arrived(ReleaseChannel& channel, InFlight& in_flight);
+
 private:
     // While publishes await confirms the publisher polls the socket this often at most.
     static constexpr auto kConfirmPoll = std::chrono::microseconds{1000};
     static constexpr auto kShutdownConfirmWait = std::chrono::seconds{5};
 
-    using InFlight = amqp::ConfirmTracker<ScheduledRun>;
     // The runs due now (within the confirm window), and when to look again.
     struct DueBatch {
         std::vector<ScheduledRun> runs;
@@ -89,6 +97,8 @@ private:
     // next run; on a failure, what is unconfirmed goes back to the store.
     void publish_session(std::stop_token stop);
     DueBatch take_due(std::stop_token stop);
+    // Takes the runs due and publishes them; returns the batch (what to wait for next).
+    DueBatch publish_next(ReleaseChannel& channel, InFlight& in_flight, std::stop_token stop);
     void publish_batch(ReleaseChannel& channel, DueBatch& batch, InFlight& in_flight);
     void await_confirms_or_runs(std::stop_token stop, ReleaseChannel& channel, const DueBatch& batch,
                                 InFlight& in_flight);

@@ -622,33 +622,6 @@ TEST_F(LoaderTest, stops_publishing_while_heartbeats_fail_and_keeps_its_claims_i
     EXPECT_GT(publishes[1].at, silent_from + 1200ms);
 }
 
-// The ownership rule is checked before every publish, not once a batch: a publish held up past
-// the publish grace (the broker's flow control, a pause of the process) while the heartbeat
-// fails must not let the rest of its batch go, since another instance may have taken it by
-// then. Before, all 20 runs of the batch were published.
-TEST_F(LoaderTest, a_publish_held_up_past_the_grace_withholds_the_rest_of_its_batch) {
-    for (int i = 0; i < 20; ++i) db.add("batch-" + std::to_string(i), in(300ms));
-    std::atomic<int> publishes{0};
-    broker.before_publish = [&] {
-        if (publishes++ != 0) return;
-        db.read([](FakeDatabase& d) { return d.heartbeats_fail = true; });
-        std::this_thread::sleep_for(400ms);  // publish_grace is 150 ms
-    };
-    start(options());
-    ASSERT_TRUE(eventually([&] { return publishes.load() >= 1; }));
-    std::this_thread::sleep_for(600ms);
-    EXPECT_EQ(broker.publishes().size(), 1u) << "published after its grace ran out";
-    EXPECT_EQ(metric("hourglass_publishes_withheld_total"), 19);
-
-    // Beating again (nobody took it over), it claims the runs given back and publishes each once.
-    db.read([](FakeDatabase& d) { return d.heartbeats_fail = false; });
-    ASSERT_TRUE(eventually([&] { return db.handed_over() == 20; }, 5s));
-    std::map<std::string, int> publishes_per_run;
-    for (const auto& publish : broker.publishes()) ++publishes_per_run[header_text(publish.message, header::kId)];
-    EXPECT_EQ(publishes_per_run.size(), 20u);
-    for (const auto& [id, count] : publishes_per_run) EXPECT_EQ(count, 1) << id;
-}
-
 // A run AMQP cannot carry (a content type of 300 bytes in a row written by hand) failed its
 // publish batch again and again: one row stopped every release. It is set aside alone, with
 // its reason, and the runs beside it are released.

@@ -111,7 +111,9 @@ TEST_F(PublisherTest, publishes_nothing_once_its_last_beat_was_sent_longer_than_
 
 // The ownership rule before every publish, not once a batch: a publish held up by the broker's
 // flow control (or a pause of the process) past the grace withholds the rest of its batch,
-// which goes back to the store for whoever owns it then.
+// which goes back to the store for whoever owns it then (before, all of a batch went out). It
+// replaces a LoaderTest that slept 400 ms inside a publish and failed now and then on a busy
+// machine.
 TEST_F(PublisherTest, a_publish_that_outlasts_the_grace_withholds_the_rest_of_its_batch) {
     leases_.beat_succeeded(clock_.steady());
     for (const auto* id : {"a", "b", "c", "d", "e"}) schedule(id, now(), now() + 1s);

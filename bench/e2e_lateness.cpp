@@ -216,6 +216,7 @@ public:
           run_tag_(std::to_string(std::random_device{}() % 1000000)),
           id_prefix_("bench-" + run_tag_ + "-"),
           out_exchange_(s.target_exchange.empty() ? s.prefix + ".out" : s.target_exchange),
+          body_pad_(s.body_bytes, 'x'),
           receivers_(s.amqp_url, s.queues, s.receiving_queue_type),
           random_(s.seed),
           delay_(s.min_delay_ms, s.max_delay_ms) {
@@ -240,6 +241,7 @@ public:
         instant_ = s_.cron ? TimePoint{std::chrono::ceil<std::chrono::seconds>(start_ + Milliseconds{s_.lead_ms})}
                            : start_ + Milliseconds{s_.lead_ms};
         last_due_ms_ = to_epoch_ms(hotspot_ ? instant_ : start_);
+        cron_expression_ = cron_expression();
         std::thread publisher([this] { publish(); });
         receive_until_done();
         publisher.join();
@@ -273,7 +275,7 @@ private:
         const auto due = hotspot_ ? instant_ : now_ms() + Milliseconds{wait};
         last_due_ms_ = std::max(last_due_ms_.load(), to_epoch_ms(due));
         Message m;
-        m.body = s_.body_bytes > 0 ? std::string(s_.body_bytes, 'x') : "payload " + id;
+        m.body = s_.body_bytes > 0 ? body_pad_ : "payload " + id;
         m.routing_key = receivers_.routing_key(n);
         m.properties.message_id = id;
         m.properties.delivery_mode = 2;
@@ -287,7 +289,7 @@ private:
         }
         m.exchange = s_.prefix + ".in";
         if (hotspot_ && s_.cron) {
-            set_header(m.properties, "x-cron", cron_expression());
+            set_header(m.properties, "x-cron", cron_expression_);
             set_header(m.properties, "x-cron-limit", std::int32_t{1});
         } else if (hotspot_) {
             set_header(m.properties, "x-schedule-at", to_epoch_ms(instant_));
@@ -474,6 +476,7 @@ private:
     const std::string run_tag_;
     const std::string id_prefix_;
     std::string out_exchange_;
+    const std::string body_pad_;  // --body-bytes of each job's body
     std::string baseline_queue_;
     Receivers receivers_;
     std::mt19937_64 random_;
@@ -481,6 +484,7 @@ private:
     std::chrono::steady_clock::time_point start_steady_;
     TimePoint start_{};
     TimePoint instant_{};
+    std::string cron_expression_;  // --cron: the instant's second of the day
     std::atomic<bool> publishing_done_{false};
     std::atomic<std::int64_t> last_due_ms_{0};
     std::priority_queue<Entry, std::vector<Entry>, Later> held_;  // publisher thread only

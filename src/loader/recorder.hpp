@@ -47,7 +47,8 @@ public:
 
     bool done() const noexcept { return done_.load(); }
     std::uint64_t runs_recorded() const noexcept { return recorded_total_.load(); }
-    // Runs waiting for rows another transaction holds.
+    // Runs waiting for rows another transaction holds (read it on the recorder's own thread:
+    // a test between record_batch() calls; /metrics has hourglass_handovers_waiting).
     std::size_t waiting_for_locked_rows() const noexcept { return locked_.size(); }
 
 private:

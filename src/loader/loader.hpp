@@ -135,7 +135,6 @@ struct LoaderSeams {
     std::function<void()> declare_forward_ladder;
 };
 
-
 class Loader {
 public:
     Loader(LoaderOptions options, NextRunFunction next_run = {}, LoaderSeams seams = {});

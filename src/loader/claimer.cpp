@@ -280,19 +280,29 @@ bool Claimer::prepare_forward_ladder(std::vector<ClaimedRun>& runs) {
     return false;
 }
 
-// Another instance took this one for dead and gave its claims back: what it holds in memory
-// may be others' now. Forget it (runs in flight are recorded only where still its own), and
-// give back anything claimed since, before registering again.
+// Another instance fenced this one: it publishes nothing more until it registers again. The
+// fence gave back nothing while this instance's sessions were open (its records of runs it
+// published may still commit), so it gives back itself what it never published: the runs
+// waiting for their instant and those adopted from ingest. Runs published stay its own until
+// the recorder records them (or the publisher gives back those never confirmed); runs it
+// claimed and never held are orphans, given back by the heartbeat's reconciliation.
 void Claimer::forget_lost_claims(store::ClaimStore& store) {
-    // Offers first: whatever ingest leases under an offer made before is given back.
+    auto unpublished = with_.board.forget_scheduled();
+    const auto adopted = with_.insert_claims.take_all_ids();
+    unpublished.insert(unpublished.end(), adopted.begin(), adopted.end());
+    // Offers first: whatever ingest leases under an offer made before is an orphan.
     with_.insert_claims.forget_claims();
-    const auto forgotten = with_.board.forget_scheduled();
-    with_.held.clear();
-    store.release_all_claims(options_.owner);
+    with_.held.remove(unpublished);
+    const auto kept = store.release_claims(options_.owner, unpublished);
+    if (!kept.empty()) {
+        // Rows another transaction holds: given back once its lock ends, as refused runs are.
+        held_give_backs_.insert(held_give_backs_.end(), kept.begin(), kept.end());
+        retry_.settled(clock_.steady(), true, false);
+    }
     with_.leases.claims_forgotten();
-    spdlog::warn("loader: forgot {} claimed runs (other instances took them over) and gave back "
-                 "the rest",
-                 forgotten);
+    spdlog::warn("loader: fenced by another instance: gave back {} claimed runs it had not "
+                 "published; the runs it published are recorded as its own",
+                 unpublished.size() - kept.size());
 }
 
 void Claimer::finish_claims(store::ClaimStore& store) {

@@ -15,12 +15,18 @@ Heartbeat::Heartbeat(Options options, Neighbours neighbours, StageClock clock)
 
 void Heartbeat::run(std::stop_token stop, const store::OpenClaimStore& open_store,
                     const store::StoreOptions& store_options) {
-    run_with_reconnect("loader (heartbeat)", stop, [&] {
-        const auto store = open_store(store_options);
-        do {
-            beat(*store);
-        } while (sleep_unless_stopped(stop, with_.leases.timings().heartbeat_every));
-    });
+    // Tried again within a beat's interval, never the 10 s a lost connection waits elsewhere:
+    // a silence of kTakeoverAfter gets this instance fenced.
+    const Backoff backoff{.initial = Milliseconds{100}, .max = with_.leases.timings().heartbeat_every};
+    run_with_reconnect(
+        "loader (heartbeat)", stop,
+        [&] {
+            const auto store = open_store(store_options);
+            do {
+                beat(*store);
+            } while (sleep_unless_stopped(stop, with_.leases.timings().heartbeat_every));
+        },
+        backoff);
 }
 
 void Heartbeat::beat(store::ClaimStore& store) {

@@ -157,6 +157,7 @@ void Loader::adopt_insert_claims(const InsertClaimOffer& offer, std::vector<Clai
 store::StoreOptions Loader::own_connection_store_options() const {
     auto store_options = options_.store;
     store_options.open_connections = nullptr;  // the loader's own connection counts for it
+    store_options.session_owner = options_.owner;
     return store_options;
 }
 
@@ -178,7 +179,9 @@ void Loader::run(std::stop_token stop) {
         name_this_thread("hg-loader-pub");
         publisher_.run(stop);
     });
-    claimer_.run(stop, options_.store);
+    auto claimer_store_options = options_.store;
+    claimer_store_options.session_owner = options_.owner;
+    claimer_.run(stop, claimer_store_options);
 }
 
 }  // namespace hourglass::loader

@@ -46,12 +46,14 @@ std::size_t ScheduleBoard::schedule(std::vector<ScheduledRun> runs, const Plan& 
     return held_now;
 }
 
-std::size_t ScheduleBoard::forget_scheduled() {
+std::vector<std::string> ScheduleBoard::forget_scheduled() {
     std::lock_guard lock(mutex_);
-    const auto forgotten = schedule_.size();
+    std::vector<std::string> forgotten;
+    forgotten.reserve(schedule_.size());
     while (!schedule_.empty()) {
         const auto run = schedule_.take_top();
         ledger_.forget(run.bytes, run.burst_held);
+        forgotten.push_back(run.run->id);
     }
     ++generation_;
     return forgotten;

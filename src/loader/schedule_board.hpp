@@ -41,9 +41,9 @@ public:
     // burst runs it keeps. Returns the runs held now.
     using Plan = std::function<void(std::vector<ScheduledRun>&, MemoryLedger&)>;
     std::size_t schedule(std::vector<ScheduledRun> runs, const Plan& plan);
-    // Forgets every run waiting for its instant (another instance took its claims); returns
-    // how many.
-    std::size_t forget_scheduled();
+    // Forgets every run waiting for its instant, never published (another instance fenced this
+    // one); returns their ids.
+    std::vector<std::string> forget_scheduled();
     // At the end: the ids of the runs never published, and nothing held any more.
     std::vector<std::string> take_unpublished();
 

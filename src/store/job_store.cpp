@@ -57,11 +57,23 @@ std::unique_ptr<pqxx::connection> connect(const StoreOptions& options) {
     connection->set_variable("idle_in_transaction_session_timeout",
                              std::string("'") + kSessionIdleInTransaction + "'");
     // The server's side of the same: a client cut mid-transaction is noticed by its keepalives.
-    connection->set_variable("tcp_keepalives_idle", "10");
-    connection->set_variable("tcp_keepalives_interval", "5");
-    connection->set_variable("tcp_keepalives_count", "3");
+    // Within seconds, since a fenced instance keeps its claims while a session of it is open
+    // (release_claims_of_fenced_owners.sql): a client cut from PostgreSQL is noticed about
+    // 4 s after its last packet, and a statement running for a vanished client is ended.
+    connection->set_variable("tcp_keepalives_idle", "2");
+    connection->set_variable("tcp_keepalives_interval", "1");
+    connection->set_variable("tcp_keepalives_count", "2");
+    connection->set_variable("client_connection_check_interval", "'1s'");
     connection->set_variable("search_path", connection->quote_name(options.schema));
     connection->set_variable("application_name", "'hourglass'");
+    if (!options.session_owner.empty()) {
+        // Named after its instance, so that others see it is still connected (and its records
+        // may still come): "hourglass " and the md5 of its id, within application_name's 63
+        // bytes whatever the host name (release_claims_of_fenced_owners.sql).
+        pqxx::nontransaction tx(*connection);
+        tx.exec_params("SELECT set_config('application_name', 'hourglass ' || md5($1), false)",
+                       options.session_owner);
+    }
     // Every statement is planned for the table as it is when it runs. By default PostgreSQL
     // keeps a generic plan for a prepared statement after five runs; made while jobs was empty
     // (an idle loader claims every 500 ms), it scanned the whole table once per claimed id
@@ -228,6 +240,9 @@ ClaimStore::Heartbeat JobStore::heartbeat(const std::string& owner, Milliseconds
                                           Milliseconds fresh_within) {
     pqxx::work tx(*connection_);
     Heartbeat beat;
+    // Read first, without a lock: a fence reaches its instance even while another transaction
+    // holds its registration (the beat's update below would wait for it, then time out).
+    if (tx.exec_prepared1("is_fenced", owner)[0].as<bool>()) return beat;
     const auto beating_for = tx.exec_prepared("heartbeat", owner, static_cast<long>(fresh_within.count()));
     beat.registered = !beating_for.empty();
     // A taker must itself have beaten without a break for `fresh_within` (heartbeat.sql).
@@ -238,7 +253,9 @@ ClaimStore::Heartbeat JobStore::heartbeat(const std::string& owner, Milliseconds
                                                 static_cast<long>(takeover_after.count()))) {
             beat.dead.push_back(row[0].as<std::string>());
         }
-        if (!beat.dead.empty()) tx.exec_prepared("release_claims_of_owners", json(beat.dead).dump());
+        // Of every fenced instance, not only those fenced now: an instance fenced with a
+        // session still open keeps its claims until that session ends.
+        tx.exec_prepared("release_claims_of_fenced_owners");
         tx.exec_prepared("forget_fenced_instances");
     }
     tx.commit();

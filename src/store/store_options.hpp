@@ -18,6 +18,10 @@ struct StoreOptions {
     // a large table takes one core, not every core the loader and ingest need, and without JIT,
     // which spent 2.4 of the 3.6 s of one read at 10 M jobs compiling the same plan again.
     bool background = false;
+    // The instance whose loader opens this connection, if one does: the session is named after
+    // it, and while one such session is open others never give back its claims, even fenced
+    // (docs/architecture.md "Fencing").
+    std::string session_owner;
 };
 
 // The bounds every hourglass session sets (store::connect; docs/architecture.md "Fencing",

@@ -296,7 +296,7 @@ TEST_F(Fencing, every_session_bounds_its_lock_waits_statements_and_idle_transact
         own += std::string(own.empty() ? "" : " ") + name + "=" + store.session_setting(name);
     }
     EXPECT_EQ(own, "lock_timeout=2s statement_timeout=5min "
-                   "idle_in_transaction_session_timeout=1min tcp_keepalives_idle=10");
+                   "idle_in_transaction_session_timeout=1min tcp_keepalives_idle=2");
     // A beat that meets its own registration held by another transaction fails within the
     // bound (the thread reconnects and beats again), instead of waiting for that transaction.
     store.register_instance("a");
@@ -339,6 +339,85 @@ TEST_F(Fencing, a_stall_of_every_heartbeat_releases_a_held_burst_once) {
               << ", duplicates " << duplicates(seen) << "\n";
     EXPECT_EQ(seen.size(), static_cast<std::size_t>(kJobs));
     EXPECT_EQ(duplicates(seen), 0);
+}
+
+// The duplicate the fault campaign found (docs/guarantees.md): an instance published a burst
+// inside its grace, its record of the hand-over waited for rows another transaction held, its
+// heartbeat fell behind, and another instance fenced it and gave its claims back: the runs were
+// claimed and published again, while the record that would have said "published" still
+// waited. A fence now gives back nothing of an instance whose session is still open (its
+// record may yet commit); the fenced instance gives back itself what it never published, and
+// once its sessions end (a crash, a cut network) any live instance's beat gives back the rest.
+TEST_F(Fencing, a_fenced_instance_still_connected_keeps_its_claims_for_its_record) {
+    store::migrate(*db_, schema_, false);
+    store::JobStore a({pg_url_, schema_, nullptr, false, "a"});  // named after "a", as its loader's
+    store::JobStore b({pg_url_, schema_, nullptr, false, "b"});
+    sql("INSERT INTO jobs (id, routing_key, due_at, body, properties) VALUES "
+        "('published', 'jobs.test', now() + interval '30 seconds', '\\x00', '{}'), "
+        "('unpublished', 'jobs.test', now() + interval '30 seconds', '\\x00', '{}')");
+    a.register_instance("a");
+    b.register_instance("b");
+    ASSERT_EQ(a.claim_due("a", now_ms() + 60s, 10, 1ms).size(), 2u);
+    std::this_thread::sleep_for(20ms);  // past the lease: only the ownership rule keeps them
+    sql("UPDATE instances SET heartbeat_at = now() - interval '5 seconds' WHERE id = 'a'");
+    beating_for_a_while("b");
+    EXPECT_EQ(b.heartbeat("b", 3000ms, 2000ms).dead, std::vector<std::string>{"a"});
+    EXPECT_EQ(count("SELECT count(*) FROM jobs WHERE lease_owner = 'a'"), 2)
+        << "gave back the claims of an instance whose record may still commit";
+    EXPECT_TRUE(b.claim_due("b", now_ms() + 60s, 10, 60s).empty()) << "took a connected owner's runs";
+    // "a"'s record of the run it published commits; it learns of the fence at its next beat
+    // and gives back what it never published.
+    EXPECT_TRUE(a.record_handed_over("a", {HandedOverRun{.id = "published", .run = 1}}).empty());
+    EXPECT_EQ(count("SELECT count(*) FROM jobs WHERE id = 'published' AND state = 'enqueued'"), 1);
+    EXPECT_FALSE(a.heartbeat("a", 3000ms, 2000ms).registered);
+    EXPECT_TRUE(a.release_claims("a", {"unpublished"}).empty());
+    const auto taken = b.claim_due("b", now_ms() + 60s, 10, 60s);
+    ASSERT_EQ(taken.size(), 1u);
+    EXPECT_EQ(taken[0].id, "unpublished") << "the published run was taken again";
+}
+
+TEST_F(Fencing, the_claims_of_a_fenced_instance_go_once_its_sessions_end) {
+    store::migrate(*db_, schema_, false);
+    auto a = std::make_unique<store::JobStore>(store::StoreOptions{pg_url_, schema_, nullptr, false, "a"});
+    store::JobStore b({pg_url_, schema_, nullptr, false, "b"});
+    sql("INSERT INTO jobs (id, routing_key, due_at, body, properties) "
+        "VALUES ('held', 'jobs.test', now() + interval '30 seconds', '\\x00', '{}')");
+    a->register_instance("a");
+    b.register_instance("b");
+    ASSERT_EQ(a->claim_due("a", now_ms() + 60s, 10, 1ms).size(), 1u);
+    sql("UPDATE instances SET heartbeat_at = now() - interval '5 seconds' WHERE id = 'a'");
+    beating_for_a_while("b");
+    EXPECT_EQ(b.heartbeat("b", 3000ms, 2000ms).dead, std::vector<std::string>{"a"});
+    EXPECT_TRUE(b.claim_due("b", now_ms() + 60s, 10, 60s).empty());
+    a.reset();  // "a" dies: its session ends
+    ASSERT_TRUE(eventually("SELECT count(*) FROM pg_stat_activity WHERE application_name = "
+                           "'hourglass ' || md5('a')", "0", 5s));
+    beating_for_a_while("b");
+    b.heartbeat("b", 3000ms, 2000ms);
+    EXPECT_EQ(b.claim_due("b", now_ms() + 60s, 10, 60s).size(), 1u) << "a dead instance's run stayed leased";
+}
+
+// A transaction holds the registration of an instance that others fenced (an operator's
+// SELECT ... FOR UPDATE): its beats, which update that row, fail on their lock timeout. It
+// still learns of the fence at its next beat, and gives back what it holds, instead of keeping
+// it until the transaction ends.
+TEST_F(Fencing, a_fenced_instance_whose_registration_is_locked_learns_of_the_fence) {
+    store::migrate(*db_, schema_, false);
+    store::JobStore a({pg_url_, schema_, nullptr, false, "a"});
+    store::JobStore b({pg_url_, schema_, nullptr, false, "b"});
+    a.register_instance("a");
+    b.register_instance("b");
+    sql("UPDATE instances SET heartbeat_at = now() - interval '5 seconds' WHERE id = 'a'");
+    beating_for_a_while("b");
+    pqxx::connection holder(pg_url_);
+    pqxx::work hold(holder);
+    hold.exec("SELECT 1 FROM " + hold.quote_name(schema_) + ".instances WHERE id = 'a' FOR UPDATE");
+    EXPECT_EQ(b.heartbeat("b", 3000ms, 2000ms).dead, std::vector<std::string>{"a"});
+    auto beat = std::async(std::launch::async, [&] { return a.heartbeat("a", 3000ms, 2000ms); });
+    const bool ended = beat.wait_for(1s) == std::future_status::ready;
+    if (!ended) hold.abort();
+    ASSERT_TRUE(ended) << "the fenced instance's beat waited for its locked registration";
+    EXPECT_FALSE(beat.get().registered);
 }
 
 }  // namespace

@@ -95,6 +95,13 @@ struct FakeDatabase {
             if (row.owner == owner) row.owner.clear();
         }
     }
+    // Another instance fences `owner` while a session of it is still open: its registration
+    // goes, its claims stay its own (release_claims_of_fenced_owners.sql).
+    void fence(const std::string& owner) {
+        std::lock_guard lock(mutex);
+        registered.erase(owner);
+        fenced.insert(owner);
+    }
     void open_claims() {
         {
             std::lock_guard lock(mutex);

@@ -16,9 +16,10 @@ fresh AS (
   SELECT id, due_at, octet_length(body) + pg_column_size(properties) AS bytes FROM jobs
   WHERE state = 'pending' AND lease_owner IS NULL AND EXISTS (SELECT 1 FROM claimer)
     AND due_at <= $2 ORDER BY due_at LIMIT $3 FOR UPDATE SKIP LOCKED),
--- A lease past lease_until whose owner is fenced or gone (migrations 007, 019): the runs its
--- takeover passed by because another transaction held their rows. A registered, unfenced
--- owner's claims never expire.
+-- A lease past lease_until whose owner is fenced or gone (migrations 007, 019) and has no
+-- session open (release_claims_of_fenced_owners.sql): the runs its takeover passed by because
+-- another transaction held their rows. A registered, unfenced owner's claims never expire, nor
+-- those of an owner still connected, whose record of their hand-over may yet commit.
 owners AS (
   SELECT i.id FROM instances i
   WHERE NOT EXISTS (SELECT 1 FROM instance_fences f WHERE f.id = i.id)),
@@ -27,6 +28,8 @@ expired AS (
   WHERE lease_owner IS NOT NULL AND lease_until < now()
     AND lease_owner <> $1 AND state = 'pending' AND EXISTS (SELECT 1 FROM claimer)
     AND lease_owner NOT IN (SELECT id FROM owners)
+    AND NOT EXISTS (SELECT 1 FROM pg_stat_activity a
+                    WHERE a.usename = current_user AND a.application_name = 'hourglass ' || md5(j.lease_owner))
   ORDER BY lease_until LIMIT $3 FOR UPDATE SKIP LOCKED),
 -- One-shot runs handed over but not observed long after they were due, after they were last
 -- published, and after that hand-over was recorded (a publish the broker held is recorded only
@@ -42,7 +45,9 @@ unobserved AS (
     -- A resend claimed by a live owner stays its own however long its publish takes (a
     -- memory alarm), as any claim.
     AND (lease_owner IS NULL OR (lease_until < now() AND lease_owner <> $1
-         AND lease_owner NOT IN (SELECT id FROM owners)))
+         AND lease_owner NOT IN (SELECT id FROM owners)
+         AND NOT EXISTS (SELECT 1 FROM pg_stat_activity a
+                         WHERE a.usename = current_user AND a.application_name = 'hourglass ' || md5(u.lease_owner))))
     AND NOT EXISTS (SELECT 1 FROM parked_releases p
                     WHERE p.job_id = u.id AND p.run = u.runs)
     AND NOT EXISTS (SELECT 1 FROM parked_releases p

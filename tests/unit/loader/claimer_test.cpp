@@ -131,19 +131,28 @@ TEST_F(ClaimerTest, refused_runs_go_back_at_once_and_are_not_claimed_again_in_th
     EXPECT_TRUE(db_.claimed("refused")) << "claimed again at the next poll";
 }
 
-// Another instance fenced this one: what it holds may be others' now. It forgets it all and
-// gives back its own claims before it registers (the heartbeat does, once the keeper says so).
-TEST_F(ClaimerTest, a_fenced_instance_forgets_everything_it_holds_and_gives_back_its_claims) {
-    db_.add("a", in(5s));
+// Another instance fenced this one while its sessions were open, so its claims are still its
+// own: it gives back what it never published, before it registers again (the heartbeat does,
+// once the keeper says so), and keeps what it published for the recorder: given back too, a
+// run whose record was held up (a lock, a slow statement) would be published again by another.
+TEST_F(ClaimerTest, a_fenced_instance_gives_back_what_it_never_published_and_keeps_what_it_did) {
+    db_.add("waiting", in(5s));
     round();
     ASSERT_EQ(board_.held(), 1u);
-    db_.take_over("me");
+    db_.add(ClaimedRun{.id = "published"}, "me");  // published: awaits its record
+    held_.add(std::vector<std::string>{"published"});
+    db_.fence("me");
     leases_.registration_lost();
     clock_.advance(kPoll);
     round();
     EXPECT_EQ(board_.held(), 0u);
-    EXPECT_EQ(held_.size(), 0u);
-    EXPECT_EQ(db_.release_all_calls, 1);
+    EXPECT_EQ(held_.size(), 1u) << "the published run is held until its record";
+    EXPECT_EQ(db_.release_all_calls, 0);
+    db_.read([](const FakeDatabase& db) {
+        EXPECT_EQ(db.released, std::vector<std::string>{"waiting"});
+        EXPECT_EQ(db.rows.at("published").owner, "me");
+        EXPECT_EQ(db.rows.at("waiting").owner, "");
+    });
     EXPECT_FALSE(leases_.claims_lost()) << "the heartbeat may register again";
 }
 

@@ -39,5 +39,8 @@ TimePoint from_epoch_ms(std::int64_t epoch_ms) noexcept;
 // duration option and header takes it; throws std::invalid_argument showing the accepted forms
 // (a bare number is refused: it once meant milliseconds, silently).
 Milliseconds parse_duration(const std::string& text);
+// The same form back, in the largest unit that writes it whole (seconds below two minutes):
+// 60000 ms is `60s`, 600000 ms `10m`, 250 ms `250ms`. parse_duration(format_duration(d)) == d.
+std::string format_duration(Milliseconds duration);
 
 }  // namespace hourglass

@@ -8,60 +8,50 @@
 #include "cli/client.hpp"
 #include "cli/commands.hpp"
 #include "cli/config_file.hpp"
+#include "cli/settings.hpp"
 #include "common/logging.hpp"
 #include "store/errors.hpp"
 
+using hourglass::cli::environment_variable;
+using hourglass::cli::help_text;
 using hourglass::cli::ServiceOptions;
+using hourglass::cli::setting;
 
 namespace {
 
 // A command line or config file that cannot be used (sysexits.h EX_USAGE).
 constexpr int kExitUsage = 64;
 
+// A setting of the table (src/cli/settings.hpp): its help, environment variable and, for a
+// count, its bounds come from there.
+template <typename T>
+CLI::Option* add_setting(CLI::App& command, std::string_view flag, T& variable) {
+    const auto& row = setting(flag);
+    auto* option = command.add_option(std::string(flag), variable, help_text(row))
+                       ->envname(environment_variable(flag));
+    if (row.range) option->check(CLI::Range(row.range->min, row.range->max));
+    return option;
+}
+
 void add_common_options(CLI::App& command, ServiceOptions& options) {
-    command
-        .add_option("--config", options.config,
-                    "TOML or INI file with settings named like the flags (see docs/operating.md)")
-        ->envname("HOURGLASS_CONFIG");
-    command.add_option("--log-level", options.log_level, "Lowest level logged")
-        ->envname("HOURGLASS_LOG_LEVEL")
+    add_setting(command, "--config", options.config);
+    add_setting(command, "--log-level", options.log_level)
         ->check(CLI::IsMember(hourglass::logging::level_names()));
-    command
-        .add_option("--log-format", options.log_format,
-                    "text, or json for one JSON object per line")
-        ->envname("HOURGLASS_LOG_FORMAT")
+    add_setting(command, "--log-format", options.log_format)
         ->check(CLI::IsMember({"text", "json"}));
 }
 
 void add_amqp_options(CLI::App& command, ServiceOptions& options) {
-    command
-        .add_option("--amqp-url", options.amqp_url,
-                    "RabbitMQ URL amqp://user:pass@host:port/vhost (amqps:// for TLS); "
-                    "several separated by spaces are tried in turn")
-        ->envname("HOURGLASS_AMQP_URL");
-    command
-        .add_option("--amqp-ca-cert", options.amqp_ca_cert,
-                    "PEM file of the CA(s) that signed the broker's certificate (amqps://; "
-                    "default: the system CA bundle)")
-        ->envname("HOURGLASS_AMQP_CA_CERT")
-        ->check(CLI::ExistingFile);
-    command
-        .add_option("--amqp-cert", options.amqp_cert,
-                    "PEM client certificate for amqps:// (with --amqp-key)")
-        ->envname("HOURGLASS_AMQP_CERT")
-        ->check(CLI::ExistingFile);
-    command.add_option("--amqp-key", options.amqp_key, "PEM private key of --amqp-cert")
-        ->envname("HOURGLASS_AMQP_KEY")
-        ->check(CLI::ExistingFile);
-    command.add_option("--prefix", options.prefix, "Name prefix of exchanges and queues")
-        ->envname("HOURGLASS_PREFIX");
+    add_setting(command, "--amqp-url", options.amqp_url);
+    add_setting(command, "--amqp-ca-cert", options.amqp_ca_cert)->check(CLI::ExistingFile);
+    add_setting(command, "--amqp-cert", options.amqp_cert)->check(CLI::ExistingFile);
+    add_setting(command, "--amqp-key", options.amqp_key)->check(CLI::ExistingFile);
+    add_setting(command, "--prefix", options.prefix);
 }
 
 void add_pg_options(CLI::App& command, ServiceOptions& options) {
-    command.add_option("--pg-url", options.pg_url, "PostgreSQL URI or conninfo")
-        ->envname("HOURGLASS_PG_URL");
-    command.add_option("--schema", options.schema, "PostgreSQL schema")
-        ->envname("HOURGLASS_SCHEMA")
+    add_setting(command, "--pg-url", options.pg_url);
+    add_setting(command, "--schema", options.schema)
         ->check([](const std::string& name) {
             const bool ok = !name.empty() && name.size() <= 63 &&
                             name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") ==
@@ -72,77 +62,30 @@ void add_pg_options(CLI::App& command, ServiceOptions& options) {
 }
 
 void add_retention_option(CLI::App& command, ServiceOptions& options) {
-    command
-        .add_option("--retention", options.retention,
-                    "Delete ended jobs (done or cancelled, one-shot or recurring) this long after "
-                    "they ended; off: keep them (1s-36500d, default 7d)")
-        ->envname("HOURGLASS_RETENTION")
-;
+    add_setting(command, "--retention", options.retention);
 }
 
 // How the loader claims, holds and hands over runs; how the service stops.
 void add_loader_options(CLI::App& run, ServiceOptions& options) {
-    run.add_option("--horizon", options.horizon,
-                   "How far ahead jobs are handed to the delay queues (1s-1h, default 60s)")
-        ->envname("HOURGLASS_HORIZON");
-    run.add_option("--lease", options.lease,
-                   "How long a claim lasts once its instance is fenced or gone (a live "
-                   "instance's claims never expire; 1s-1h, default 30s)")
-        ->envname("HOURGLASS_LEASE");
-    run.add_option("--resend-after", options.resend_after,
-                   "Publish a one-shot run again if its release is not observed this long after "
-                   "its due time (the broker lost it; 1s-7d, default 1m)")
-        ->envname("HOURGLASS_RESEND_AFTER");
-    run.add_option("--max-delay", options.max_delay,
-                   "Longest accepted delay (1s-36500d, default 3650d)")
-        ->envname("HOURGLASS_MAX_DELAY");
+    add_setting(run, "--horizon", options.horizon);
+    add_setting(run, "--lease", options.lease);
+    add_setting(run, "--resend-after", options.resend_after);
+    add_setting(run, "--max-delay", options.max_delay);
     add_retention_option(run, options);
-    run.add_option("--max-clock-offset", options.max_clock_offset,
-                   "Refuse to start if this host's clock is further than this from PostgreSQL's "
-                   "(due times are compared on PostgreSQL's clock; default 1s)")
-        ->envname("HOURGLASS_MAX_CLOCK_OFFSET");
-    run.add_option("--stop-timeout", options.stop_timeout,
-                   "After SIGTERM, exit at the latest this much later even if work is unfinished "
-                   "(it is redelivered or taken over; 1s-10m, default 10s)")
-        ->envname("HOURGLASS_STOP_TIMEOUT");
-    run.add_option("--max-unconfirmed", options.max_unconfirmed,
-                   "Hand-overs the loader may have awaiting the broker's confirm (1-65536)")
-        ->envname("HOURGLASS_MAX_UNCONFIRMED")
-        ->check(CLI::Range(std::size_t{1}, std::size_t{65536}));
-    run.add_option("--max-in-memory-runs", options.max_in_memory_runs,
-                   "Claimed runs the loader may hold while they wait for their publish time or "
-                   "a confirm; a burst is handed over at up to this many a second "
-                   "(1000-1000000, default 30000)")
-        ->envname("HOURGLASS_MAX_IN_MEMORY_RUNS")
-        ->check(CLI::Range(std::size_t{1000}, std::size_t{1000000}));
-    run.add_option("--max-burst-runs", options.max_burst_runs,
-                   "Runs of bursts (500 or more due at one instant) the loader may hold until "
-                   "their due time and publish straight to the release exchange (or the "
-                   "forward queue, for runs with a target), on top of "
-                   "--max-in-memory-runs; the rest of a burst waits in the database until a "
-                   "ladder step (1 s) before its instant (0 turns it off, 0-1000000, default 20000)")
-        ->envname("HOURGLASS_MAX_BURST_RUNS")
-        ->check(CLI::Range(std::size_t{0}, std::size_t{1000000}));
-    run.add_option("--delay-lanes", options.delay_lanes,
-                   "Delay queues per TTL, released by the broker in parallel (1-16, default 4)")
-        ->envname("HOURGLASS_DELAY_LANES")
-        ->check(CLI::Range(1u, hourglass::delay::kMaxDelayLanes));
-    run.add_option("--realtime-publisher", options.realtime_publisher,
-                   "auto: the loader's publisher thread asks for real-time scheduling "
-                   "(SCHED_FIFO), so that hand-overs leave on time on a busy machine, and keeps "
-                   "normal scheduling if refused (default); off: never ask")
-        ->envname("HOURGLASS_REALTIME_PUBLISHER")
+    add_setting(run, "--max-clock-offset", options.max_clock_offset);
+    add_setting(run, "--stop-timeout", options.stop_timeout);
+    add_setting(run, "--max-unconfirmed", options.max_unconfirmed);
+    add_setting(run, "--max-in-memory-runs", options.max_in_memory_runs);
+    add_setting(run, "--max-burst-runs", options.max_burst_runs);
+    add_setting(run, "--delay-lanes", options.delay_lanes);
+    add_setting(run, "--realtime-publisher", options.realtime_publisher)
         ->check(CLI::IsMember({"auto", "off"}));
 }
 
 // What ingest accepts, the topology, the audit and the HTTP endpoint.
 void add_intake_options(CLI::App& run, ServiceOptions& options) {
-    run.add_option("--max-body", options.max_body, "Largest accepted body in bytes")
-        ->envname("HOURGLASS_MAX_BODY");
-    run.add_option("--allow-exchange", options.allow_exchange,
-                   "Regular expression of the exchanges x-hourglass-exchange may name (whole "
-                   "name; default: none but <prefix>.out)")
-        ->envname("HOURGLASS_ALLOW_EXCHANGE")
+    add_setting(run, "--max-body", options.max_body);
+    add_setting(run, "--allow-exchange", options.allow_exchange)
         ->check([](const std::string& expression) {
             try {
                 hourglass::cli::compile_allow_exchange(expression);
@@ -151,16 +94,11 @@ void add_intake_options(CLI::App& run, ServiceOptions& options) {
                 return std::string(error.what());
             }
         });
-    run.add_option("--queue-type", options.queue_type, "classic or quorum")
-        ->envname("HOURGLASS_QUEUE_TYPE")
+    add_setting(run, "--queue-type", options.queue_type)
         ->check(CLI::IsMember({"classic", "quorum"}));
-    run.add_flag("--no-audit", options.no_audit,
-                 "Do not observe releases (jobs then end in state enqueued)")
-        ->envname("HOURGLASS_NO_AUDIT");
-    run.add_option("--http", options.http,
-                   "host:port for /metrics, /healthz, /readyz and the console at /; \"\" or "
-                   "off: none")
-        ->envname("HOURGLASS_HTTP")
+    run.add_flag("--no-audit", options.no_audit, help_text(setting("--no-audit")))
+        ->envname(environment_variable("--no-audit"));
+    add_setting(run, "--http", options.http)
         ->check([](const std::string& text) {
             if (text.empty() || text == "off") return std::string{};
             try {
@@ -170,30 +108,15 @@ void add_intake_options(CLI::App& run, ServiceOptions& options) {
                 return std::string(error.what());
             }
         });
-    run.add_option("--http-allow-host", options.http_allow_hosts,
-                   "Host names the HTTP endpoint answers besides its listen address, IP "
-                   "addresses and localhost (e.g. the name a proxy forwards); comma-separated")
-        ->envname("HOURGLASS_HTTP_ALLOW_HOST")
-        ->delimiter(',');
+    add_setting(run, "--http-allow-host", options.http_allow_hosts)->delimiter(',');
 }
 
 // Who may act on which job (reference §3.5 "Owners").
 void add_owner_options(CLI::App& run, ServiceOptions& options) {
-    run.add_option("--command-scope", options.command_scope,
-                   "any: a command acts on any job (default); owner: cancel, replace, pause, "
-                   "resume and cancel by prefix act only on jobs of the command's owner, and "
-                   "receipts show no other owner's job")
-        ->envname("HOURGLASS_COMMAND_SCOPE")
+    add_setting(run, "--command-scope", options.command_scope)
         ->check(CLI::IsMember({"any", "owner"}));
-    run.add_option("--amqp-default-owner", options.amqp_default_owner,
-                   "Owner of commands published to <prefix>.in without user_id (default: none, "
-                   "the empty owner)")
-        ->envname("HOURGLASS_AMQP_DEFAULT_OWNER");
-    run.add_option("--operator", options.operators,
-                   "Owners whose commands act on every job whatever --command-scope "
-                   "(comma-separated RabbitMQ users or PostgreSQL roles)")
-        ->envname("HOURGLASS_OPERATOR")
-        ->delimiter(',');
+    add_setting(run, "--amqp-default-owner", options.amqp_default_owner);
+    add_setting(run, "--operator", options.operators)->delimiter(',');
 }
 
 void add_console_options(CLI::App& run, ServiceOptions& options) {
@@ -202,21 +125,10 @@ void add_console_options(CLI::App& run, ServiceOptions& options) {
                    ? std::string{}
                    : std::string("a console token needs at least 16 characters");
     };
-    run.add_option("--console", options.console,
-                   "off: no console (/metrics and the probes stay); read: the console never "
-                   "changes a job; write: changes with --console-token (default)")
-        ->envname("HOURGLASS_CONSOLE")
+    add_setting(run, "--console", options.console)
         ->check(CLI::IsMember({"off", "read", "write"}));
-    run.add_option("--console-token", options.console_token,
-                   "Operator token that allows cancel, pause and resume from the console "
-                   "(header X-Hourglass-Token); unset: the console is read-only")
-        ->envname("HOURGLASS_CONSOLE_TOKEN")
-        ->check(long_enough);
-    run.add_option("--console-read-token", options.console_read_token,
-                   "Token the console's reads need (X-Hourglass-Token; the operator token "
-                   "reads too); unset: reads need none")
-        ->envname("HOURGLASS_CONSOLE_READ_TOKEN")
-        ->check(long_enough);
+    add_setting(run, "--console-token", options.console_token)->check(long_enough);
+    add_setting(run, "--console-read-token", options.console_read_token)->check(long_enough);
 }
 
 void add_schedule_options(CLI::App& schedule, hourglass::cli::ScheduleRequest& request) {
@@ -238,8 +150,7 @@ void add_schedule_options(CLI::App& schedule, hourglass::cli::ScheduleRequest& r
     schedule.add_option("--id", request.id, "Job id (message_id); default: hourglass makes one");
     auto* body = schedule.add_option("--body", request.body, "Message body");
     schedule.add_option("--body-file", request.body_file, "Read the body from this file")
-        ->excludes(body)
-        ->check(CLI::ExistingFile);
+        ->excludes(body)->check(CLI::ExistingFile);
     schedule.add_option("--header", request.headers, "A header name=value (repeatable)");
     schedule.add_option("--content-type", request.content_type, "content_type property");
     schedule.add_flag("--replace", request.replace,

@@ -130,4 +130,14 @@ Milliseconds parse_duration(const std::string& text) {
     throw std::invalid_argument("'" + text + "' has an unknown unit (" + kForms + ")");
 }
 
+std::string format_duration(Milliseconds duration) {
+    const auto ms = duration.count();
+    const auto whole = [&](std::int64_t factor) { return ms != 0 && ms % factor == 0; };
+    if (whole(86400000)) return std::to_string(ms / 86400000) + "d";
+    if (whole(3600000)) return std::to_string(ms / 3600000) + "h";
+    if (whole(60000) && ms >= 120000) return std::to_string(ms / 60000) + "m";
+    if (whole(1000)) return std::to_string(ms / 1000) + "s";
+    return std::to_string(ms) + "ms";
+}
+
 }  // namespace hourglass

@@ -14,6 +14,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "hourglass/defaults.hpp"
 #include "amqp/connection.hpp"
 #include "delay/topology.hpp"
 #include "hourglass/command.hpp"
@@ -39,7 +40,7 @@ struct IngestOptions {
     // How long to wait for more commands once one arrived. 0: take what has already arrived
     // (batches then grow by themselves under load, while the previous commit runs).
     Milliseconds batch_wait{0};
-    Milliseconds horizon{60000};
+    Milliseconds horizon = kDefaultHorizon;
     std::shared_ptr<metrics::ServiceMetrics> metrics = std::make_shared<metrics::ServiceMetrics>();
     // The one clock (reference §6), shared with the service's other components.
     std::shared_ptr<DatabaseClock> clock = std::make_shared<DatabaseClock>();

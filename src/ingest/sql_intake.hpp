@@ -9,6 +9,7 @@
 #include <string>
 #include <variant>
 
+#include "hourglass/defaults.hpp"
 #include "hourglass/command.hpp"
 #include "hourglass/message.hpp"
 #include "common/database_clock.hpp"
@@ -24,7 +25,7 @@ struct SqlIntakeOptions {
     delay::TopologyNames names;
     CommandLimits limits;
     std::size_t batch_size = 500;
-    Milliseconds horizon{60000};
+    Milliseconds horizon = kDefaultHorizon;
     // How often the intake looks for commands when no notification came.
     Milliseconds poll{1000};
     std::shared_ptr<metrics::ServiceMetrics> metrics = std::make_shared<metrics::ServiceMetrics>();

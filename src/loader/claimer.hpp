@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "hourglass/defaults.hpp"
 #include "common/health.hpp"
 #include "common/log_budget.hpp"
 #include "common/retry.hpp"
@@ -52,10 +53,10 @@ class Claimer {
 public:
     struct Options {
         std::string owner;
-        Milliseconds horizon{60000};
+        Milliseconds horizon = kDefaultHorizon;
         Milliseconds poll_interval{500};
         // A claim's lease: the wait in memory before the publish (a ladder step), then --lease.
-        Milliseconds claim_lease{30000};
+        Milliseconds claim_lease = kDefaultLease;
         std::size_t claim_batch = 1000;
         std::size_t max_in_memory_runs = 30000;
         // Burst release (BurstPlanner): runs sharing an instant that make a burst, and whether on.

@@ -19,6 +19,7 @@
 #include <stop_token>
 #include <string>
 
+#include "hourglass/defaults.hpp"
 #include "common/database_clock.hpp"
 #include "loader/claimer_inbox.hpp"
 #include "loader/held_runs.hpp"
@@ -37,9 +38,9 @@ public:
         std::string owner;  // this instance's lease owner id
         // A claim's lease (as the claimer takes it): a lease older than it by the orphan age
         // came from a claim that long ago.
-        Milliseconds claim_lease{30000};
+        Milliseconds claim_lease = kDefaultLease;
         // An offset to PostgreSQL's clock beyond this is logged (and refused at start, cli).
-        Milliseconds max_clock_offset{1000};
+        Milliseconds max_clock_offset = kDefaultMaxClockOffset;
     };
     // What the heartbeat feeds and reads; each outlives it.
     struct Neighbours {

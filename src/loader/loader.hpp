@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "hourglass/defaults.hpp"
 #include "amqp/connection.hpp"
 #include "common/database_clock.hpp"
 #include "common/health.hpp"
@@ -82,9 +83,9 @@ struct LoaderOptions {
     amqp::ConnectionOptions amqp;
     store::StoreOptions store;
     delay::TopologyOptions topology;
-    Milliseconds horizon{60000};
+    Milliseconds horizon = kDefaultHorizon;
     Milliseconds poll_interval{500};
-    Milliseconds lease{30000};
+    Milliseconds lease = kDefaultLease;
     // Publish a one-shot run again when its release is still not observed this long after its
     // due time: the broker lost it (a classic queue dead-letters at most once, so a run that
     // expires while the broker shuts down can vanish). Unset: never (needs the audit).
@@ -105,7 +106,7 @@ struct LoaderOptions {
     std::string owner;  // lease owner id, unique per process
     LeaseTimings lease_timings;
     // A clock further than this from PostgreSQL's is reported (and refused at start).
-    Milliseconds max_clock_offset{1000};
+    Milliseconds max_clock_offset = kDefaultMaxClockOffset;
     // How long a claim waits for the forward ladder's declaration (LoaderSeams) before it gives
     // its targeted runs back for the next claim; the declaration goes on meanwhile.
     Milliseconds forward_ladder_wait{2000};

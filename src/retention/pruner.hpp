@@ -13,6 +13,7 @@
 #include <stop_token>
 #include <thread>
 
+#include "hourglass/defaults.hpp"
 #include "common/metrics.hpp"
 #include "hourglass/time.hpp"
 #include "store/upkeep_store.hpp"
@@ -21,7 +22,7 @@ namespace hourglass::retention {
 
 struct RetentionOptions {
     store::StoreOptions store;
-    Milliseconds retention{7LL * 86400000};
+    Milliseconds retention = kDefaultRetention;
     // --retention off: ended jobs are kept; only the rejections are bounded (by their count).
     bool keep_ended_jobs = false;
     std::size_t batch = 1000;

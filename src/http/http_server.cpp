@@ -3,9 +3,13 @@
 #include <httplib.h>
 
 #include <arpa/inet.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <charconv>
 #include <stdexcept>
 
@@ -81,11 +85,121 @@ std::optional<int> refused_body_status(bool has_transfer_encoding,
     return std::nullopt;
 }
 
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// A connection's socket under one deadline for the request being served, besides each read's
+// and write's own timeout (ConnectionLimits).
+class DeadlineStream final : public httplib::Stream {
+public:
+    DeadlineStream(socket_t socket, std::chrono::milliseconds io_timeout)
+        : socket_(socket), io_timeout_(io_timeout) {}
+
+    // Waits up to `wait` for the first byte of the next request; false: none came.
+    bool wait_for_request(std::chrono::milliseconds wait) {
+        deadline_ = Clock::now() + wait;
+        return is_readable();
+    }
+    void serve_until(Clock::time_point deadline) { deadline_ = deadline; }
+
+    bool is_readable() const override { return ready_for(POLLIN); }
+    bool is_writable() const override { return ready_for(POLLOUT); }
+    ssize_t read(char* data, size_t size) override {
+        if (!is_readable()) return -1;
+        return retry_on_interrupt([&] { return ::recv(socket_, data, size, 0); });
+    }
+    ssize_t write(const char* data, size_t size) override {
+        if (!is_writable()) return -1;
+        return retry_on_interrupt([&] { return ::send(socket_, data, size, MSG_NOSIGNAL); });
+    }
+    void get_remote_ip_and_port(std::string& ip, int& port) const override {
+        address_of(::getpeername, ip, port);
+    }
+    void get_local_ip_and_port(std::string& ip, int& port) const override {
+        address_of(::getsockname, ip, port);
+    }
+    socket_t socket() const override { return socket_; }
+
+private:
+    template <typename Call>
+    static ssize_t retry_on_interrupt(Call call) {
+        ssize_t result = 0;
+        do {
+            result = call();
+        } while (result < 0 && errno == EINTR);
+        return result;
+    }
+    // Whether the socket is ready within its I/O timeout and before the deadline.
+    bool ready_for(short events) const {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - Clock::now());
+        const auto wait = std::min(io_timeout_, left);
+        if (wait.count() <= 0) return false;
+        pollfd poll_fd{socket_, events, 0};
+        int ready = 0;
+        do {
+            ready = ::poll(&poll_fd, 1, static_cast<int>(wait.count()));
+        } while (ready < 0 && errno == EINTR);
+        return ready > 0;
+    }
+    template <typename Lookup>
+    void address_of(Lookup lookup, std::string& ip, int& port) const {
+        sockaddr_storage address{};
+        socklen_t length = sizeof address;
+        if (lookup(socket_, reinterpret_cast<sockaddr*>(&address), &length) != 0) return;
+        char text[INET6_ADDRSTRLEN] = {};
+        if (address.ss_family == AF_INET) {
+            const auto& v4 = reinterpret_cast<const sockaddr_in&>(address);
+            inet_ntop(AF_INET, &v4.sin_addr, text, sizeof text);
+            port = ntohs(v4.sin_port);
+        } else if (address.ss_family == AF_INET6) {
+            const auto& v6 = reinterpret_cast<const sockaddr_in6&>(address);
+            inet_ntop(AF_INET6, &v6.sin6_addr, text, sizeof text);
+            port = ntohs(v6.sin6_port);
+        }
+        ip = text;
+    }
+
+    socket_t socket_;
+    std::chrono::milliseconds io_timeout_;
+    Clock::time_point deadline_{};
+};
+
+// httplib's server, with each connection served under ConnectionLimits: httplib bounds each
+// read and write, not a request, and offers no hook on an accepted socket but this one.
+class BoundedServer final : public httplib::Server {
+public:
+    explicit BoundedServer(ConnectionLimits limits) : limits_(limits) {}
+
+private:
+    bool process_and_close_socket(socket_t socket) override {
+        DeadlineStream stream(socket, std::chrono::seconds{kRequestIoTimeoutSeconds});
+        bool served = false;
+        for (auto left = keep_alive_max_count_; left > 0 && svr_sock_ != INVALID_SOCKET; --left) {
+            if (!stream.wait_for_request(limits_.first_byte_wait)) break;
+            stream.serve_until(Clock::now() + limits_.request_deadline);
+            bool connection_closed = false;
+            served = process_request(stream, left == 1, connection_closed, nullptr);
+            if (!served || connection_closed) break;
+        }
+        ::shutdown(socket, SHUT_RDWR);
+        ::close(socket);
+        return served;
+    }
+
+    ConnectionLimits limits_;
+};
+
+}  // namespace
+
 HttpServer::HttpServer(const ListenAddress& address, Endpoints endpoints)
-    : server_(std::make_unique<httplib::Server>()) {
+    : server_(std::make_unique<BoundedServer>(endpoints.limits)) {
     // A scrape or a probe is tiny; the console's requests take one database connection in
-    // turn. Four workers keep a scrape from waiting behind a page's requests.
-    server_->new_task_queue = [] { return new httplib::ThreadPool(4); };
+    // turn. Several workers keep a scrape from waiting behind a page's requests, and each
+    // client holds one for a bounded time (ConnectionLimits).
+    server_->new_task_queue = [workers = endpoints.limits.workers] {
+        return new httplib::ThreadPool(workers);
+    };
     // httplib's default sets SO_REUSEPORT, which lets a second process bind the same port and
     // silently take half the scrapes. SO_REUSEADDR alone still allows a quick restart.
     server_->set_socket_options([](socket_t socket) {

@@ -6,6 +6,7 @@
 // What the endpoints answer comes from functions given at construction, called per request.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -51,12 +52,24 @@ inline constexpr int kRequestIoTimeoutSeconds = 5;
 std::optional<int> refused_body_status(bool has_transfer_encoding,
                                        std::optional<std::uint64_t> content_length);
 
+// What one client may hold of the endpoint: a worker (of `workers`) for at most
+// `first_byte_wait` before its request begins, then `request_deadline` for the whole request
+// and its response, whatever pace it keeps (each read and write also has its own
+// kRequestIoTimeoutSeconds). A client that sends a byte every few seconds kept each read within
+// its timeout, and so held a worker for as long as it liked.
+struct ConnectionLimits {
+    std::size_t workers = 8;
+    std::chrono::milliseconds first_byte_wait{2000};
+    std::chrono::milliseconds request_deadline{5000};
+};
+
 struct Endpoints {
     std::function<std::string()> metrics;                           // body of /metrics
     std::function<std::optional<std::string>()> readiness_problem;  // nothing: ready
     std::function<void(httplib::Server&)> add_routes;                // may be empty
     // Host names allowed besides the listen address and IP literals (HostPolicy).
     std::vector<std::string> allowed_hosts = {};
+    ConnectionLimits limits = {};
 };
 
 class HttpServer {

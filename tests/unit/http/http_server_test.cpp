@@ -13,6 +13,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <future>
+#include <thread>
+#include <vector>
 
 #include "common/metrics.hpp"
 
@@ -225,6 +228,58 @@ TEST(HttpServer, a_request_body_of_unknown_or_excessive_length_is_refused_unread
     ASSERT_TRUE(answered);
     EXPECT_EQ(answered->status, 200);
     EXPECT_EQ(handled.load(), 1);
+}
+
+// A client that sends its request a byte every 100 ms, each read within its timeout: how long
+// until the server closes the connection (or `give_up`, if it never does).
+std::chrono::milliseconds trickle_until_closed(int port, std::chrono::milliseconds give_up) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(static_cast<std::uint16_t>(port));
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    const auto started = std::chrono::steady_clock::now();
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+        ::close(fd);
+        return std::chrono::milliseconds{0};
+    }
+    const std::string head = "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: " + std::string(1000, 'x');
+    for (std::size_t i = 0; std::chrono::steady_clock::now() - started < give_up; ++i) {
+        char byte = 0;
+        if (::recv(fd, &byte, 1, MSG_DONTWAIT) == 0) break;  // closed by the server
+        if (::send(fd, &head[i % head.size()], 1, MSG_NOSIGNAL) < 0) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds{100});
+    }
+    ::close(fd);
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
+}
+
+// Clients that send their request a byte at a time, each byte within the read timeout
+// (slowloris), held a worker each for as long as they liked: four of them stopped /metrics and
+// /readyz. Each request now has a deadline; the trickling clients are cut at it, and a probe
+// sent while they hold every worker is answered once one is cut.
+TEST(HttpServer, requests_trickled_a_byte_at_a_time_are_cut_at_their_deadline) {
+    using namespace std::chrono_literals;
+    const HttpServer server({"127.0.0.1", 0},
+                            Endpoints{[] { return std::string(); },
+                                      [] { return std::optional<std::string>(); },
+                                      {},
+                                      {},
+                                      ConnectionLimits{.workers = 2,
+                                                       .first_byte_wait = 2000ms,
+                                                       .request_deadline = 500ms}});
+    std::vector<std::future<std::chrono::milliseconds>> trickles;
+    for (int i = 0; i < 2; ++i) {
+        trickles.push_back(std::async(std::launch::async, [&] { return trickle_until_closed(server.port(), 6s); }));
+    }
+    std::this_thread::sleep_for(200ms);  // both workers taken
+    httplib::Client client("127.0.0.1", server.port());
+    const auto asked = std::chrono::steady_clock::now();
+    const auto answered = client.Get("/readyz");
+    ASSERT_TRUE(answered);
+    EXPECT_EQ(answered->status, 200);
+    EXPECT_LT(std::chrono::steady_clock::now() - asked, 2s) << "the probe waited behind the trickles";
+    for (auto& trickle : trickles) EXPECT_LT(trickle.get(), 2s) << "a trickled request outlived its deadline";
 }
 
 }  // namespace

@@ -20,7 +20,27 @@ const std::vector<std::string> kPackagedFiles = {
     "/etc/hourglass/hourglass.toml", "/etc/hourglass/hourglass.env",
     "/usr/share/hourglass/migrations/001_jobs.sql", "/usr/share/doc/hourglass/docs/reference.md"};
 
-class Package : public HourglassTest {};
+class Package : public HourglassTest {
+protected:
+    // The packaged binary with the packaged config, against the test services: a job goes
+    // through, and a Prometheus on the same host scrapes it by the names it would use for the
+    // packaged `http = "127.0.0.1:9464"` (this test's port: the harness gives one).
+    void runs_a_job_and_is_scraped_with_the_packaged_config() {
+        auto& process = start_hourglass({"--config", "/etc/hourglass/hourglass.toml"}, "/usr/bin/hourglass");
+        Client client(amqp_url_);
+        client.subscribe(out_exchange(), "#");
+        client.publish(delayed("from-the-package", 300));
+        const auto received = client.receive(10s);
+        ASSERT_TRUE(received) << process.log_tail();
+        EXPECT_EQ(string_header(received->message, "x-hourglass-id"), "from-the-package");
+        for (const auto* host : {"localhost:9464", "127.0.0.1:9464"}) {
+            const auto scraped = http_get(process.http_port(), "/metrics", {{"Host", host}});
+            EXPECT_EQ(scraped.status, 200) << host << ": " << scraped.body;
+            EXPECT_NE(scraped.body.find("hourglass_build_info"), std::string::npos) << host;
+        }
+        process.terminate();
+    }
+};
 
 TEST_F(Package, deb_installs_verifies_runs_a_job_and_purges_cleanly) {
     if (geteuid() != 0) GTEST_SKIP() << "dpkg -i needs root; CI runs this as root";
@@ -88,15 +108,7 @@ TEST_F(Package, deb_installs_verifies_runs_a_job_and_purges_cleanly) {
         EXPECT_NE(unit.find(permit), std::string::npos) << permit;
     }
 
-    // The packaged binary with the packaged config, against the test services: a job goes through.
-    start_hourglass({"--config", "/etc/hourglass/hourglass.toml"}, "/usr/bin/hourglass");
-    Client client(amqp_url_);
-    client.subscribe(out_exchange(), "#");
-    client.publish(delayed("from-the-package", 300));
-    const auto received = client.receive(10s);
-    ASSERT_TRUE(received) << processes_.back()->log_tail();
-    EXPECT_EQ(string_header(received->message, "x-hourglass-id"), "from-the-package");
-    processes_.back()->terminate();
+    runs_a_job_and_is_scraped_with_the_packaged_config();
 
     // Purge: nothing left behind, conffiles included.
     const auto purge = run_shell("dpkg -P hourglass");

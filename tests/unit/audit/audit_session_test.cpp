@@ -17,6 +17,7 @@
 
 #include "audit/audit_consumer.hpp"
 #include "released_copies.hpp"
+#include "support/fake_deliveries.hpp"
 
 namespace hourglass::audit {
 namespace {
@@ -81,12 +82,10 @@ struct FakeWorld {
 // queue, in order, when it closes (as the broker requeues on a lost connection).
 class FakeFeed final : public ReleaseFeed {
 public:
-    explicit FakeFeed(FakeWorld& world) : world_(world) {}
+    explicit FakeFeed(FakeWorld& world) : world_(world), deliveries_(world.queue) {}
     ~FakeFeed() override {
         std::lock_guard lock(world_.mutex);
-        for (auto it = unacked_.rbegin(); it != unacked_.rend(); ++it) {
-            world_.queue.emplace_front(std::move(it->second));
-        }
+        deliveries_.requeue();
     }
     std::optional<amqp::Event> next_event(std::chrono::microseconds timeout) override {
         {
@@ -98,11 +97,7 @@ public:
                     if (lost->broker_reply.empty()) throw amqp::ConnectionError("connection lost");
                     throw amqp::ConnectionError("connection closed by broker", lost->broker_reply);
                 }
-                amqp::Delivery delivery;
-                delivery.delivery_tag = ++last_tag_;
-                delivery.message = std::get<Message>(std::move(next));
-                unacked_.emplace_back(delivery.delivery_tag, delivery.message);
-                return amqp::Event{std::move(delivery)};
+                return amqp::Event{deliveries_.deliver(std::get<Message>(std::move(next)))};
             }
         }
         std::this_thread::sleep_for(std::min<std::chrono::microseconds>(timeout, 1ms));
@@ -111,9 +106,7 @@ public:
     void ack(std::uint64_t delivery_tag, bool multiple) override {
         std::lock_guard lock(world_.mutex);
         world_.log.push_back("ack " + std::to_string(delivery_tag) + (multiple ? "" : " single"));
-        std::erase_if(unacked_, [&](const auto& entry) {
-            return multiple ? entry.first <= delivery_tag : entry.first == delivery_tag;
-        });
+        deliveries_.ack(delivery_tag, multiple);
     }
 
     void send_probe(TimePoint sent_at) override {
@@ -131,8 +124,7 @@ public:
 
 private:
     FakeWorld& world_;
-    std::uint64_t last_tag_ = 0;
-    std::vector<std::pair<std::uint64_t, Message>> unacked_;
+    hourglass::testing::FakeDeliveries<decltype(FakeWorld::queue)> deliveries_;
 };
 
 class FakeStore final : public store::ReleaseStore {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "ingest/ingest.hpp"
+#include "support/fake_deliveries.hpp"
 
 namespace hourglass::ingest {
 namespace {
@@ -51,12 +52,10 @@ struct FakeWorld {
 // go back to the queue when it closes; each publish is confirmed (or refused) on the next read.
 class FakeChannel final : public CommandChannel {
 public:
-    explicit FakeChannel(FakeWorld& world) : world_(world) {}
+    explicit FakeChannel(FakeWorld& world) : world_(world), deliveries_(world.queue) {}
     ~FakeChannel() override {
         std::lock_guard lock(world_.mutex);
-        for (auto it = unacked_.rbegin(); it != unacked_.rend(); ++it) {
-            world_.queue.push_front(std::move(it->second));
-        }
+        deliveries_.requeue();
     }
     std::optional<amqp::Event> next_event(std::chrono::microseconds timeout) override {
         {
@@ -71,12 +70,9 @@ public:
                 return amqp::Event{confirm};
             }
             if (!world_.queue.empty()) {
-                amqp::Delivery delivery;
-                delivery.delivery_tag = ++last_tag_;
-                delivery.message = std::move(world_.queue.front());
+                auto message = std::move(world_.queue.front());
                 world_.queue.pop_front();
-                unacked_.emplace_back(delivery.delivery_tag, delivery.message);
-                return amqp::Event{std::move(delivery)};
+                return amqp::Event{deliveries_.deliver(std::move(message))};
             }
         }
         std::this_thread::sleep_for(std::min<std::chrono::microseconds>(timeout, 1ms));
@@ -93,21 +89,20 @@ public:
     void ack_through(std::uint64_t delivery_tag) override {
         std::lock_guard lock(world_.mutex);
         world_.log.push_back("ack " + std::to_string(delivery_tag));
-        std::erase_if(unacked_, [&](const auto& entry) { return entry.first <= delivery_tag; });
+        deliveries_.ack(delivery_tag, true);
     }
     void ack(std::uint64_t delivery_tag) override {
         std::lock_guard lock(world_.mutex);
         world_.log.push_back("ack one " + std::to_string(delivery_tag));
-        std::erase_if(unacked_, [&](const auto& entry) { return entry.first == delivery_tag; });
+        deliveries_.ack(delivery_tag, false);
     }
     std::size_t frame_max() const override { return 131072; }
 
 private:
     FakeWorld& world_;
-    std::uint64_t last_tag_ = 0;
+    hourglass::testing::FakeDeliveries<std::deque<Message>> deliveries_;
     std::uint64_t sequence_ = 0;
     std::deque<std::uint64_t> pending_confirms_;
-    std::vector<std::pair<std::uint64_t, Message>> unacked_;
 };
 
 // Schedules everything as new jobs; rejections pass through, as in store::JobStore.

@@ -22,7 +22,6 @@ DEBTS = {
     "tests/unit/ingest/command_parser_test.cpp": {"file"},
     "tests/unit/loader/loader_test.cpp": {"file"},
     "tests/integration/hostile_test.cpp": {"HostileSoak.every_hostile_command_ends_alone_and_canaries_are_released_on_time"},
-    "tests/integration/package_test.cpp": {"Package.deb_installs_verifies_runs_a_job_and_purges_cleanly"},
     "tests/integration/rejection_test.cpp": {"Rejections.each_bad_command_is_rejected_with_a_reason_and_the_service_keeps_working"},
     "tests/integration/security_test.cpp": {"Permissions.with_the_owner_scope_each_role_acts_only_on_its_own_jobs"},
 }

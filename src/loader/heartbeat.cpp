@@ -46,9 +46,9 @@ void Heartbeat::beat(store::ClaimStore& store) {
         with_.leases.registration_lost();
         with_.metrics.count_registration_lost();
         spdlog::warn("loader: another instance took this one for dead (its heartbeat was {} ms "
-                     "or more late): dropping every run it holds",
+                     "or more late): it publishes nothing more until it registers again",
                      timings.takeover_after.count());
-        with_.claimer.ring(true);  // the claimer drops them at once
+        with_.claimer.ring(true);  // the claimer gives back what it never published, at once
         return;
     }
     with_.leases.beat_succeeded(sent);

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <charconv>
@@ -165,6 +166,38 @@ private:
     Clock::time_point deadline_{};
 };
 
+// Set while the accept thread runs a connection it sheds (BoundedQueue): the connection is
+// answered 503 and closed, unread.
+thread_local bool shedding_connection = false;
+
+// httplib's pool of workers, with at most `max_waiting` connections waiting for one: httplib
+// queues every accepted connection, without bound. One over the bound runs at once on the
+// accept thread, which only answers it 503 (BoundedServer).
+class BoundedQueue final : public httplib::TaskQueue {
+public:
+    explicit BoundedQueue(ConnectionLimits limits) : pool_(limits.workers), max_waiting_(limits.max_waiting) {}
+
+    void enqueue(std::function<void()> connection) override {
+        if (waiting_.load() >= max_waiting_) {
+            shedding_connection = true;
+            connection();
+            shedding_connection = false;
+            return;
+        }
+        ++waiting_;
+        pool_.enqueue([this, connection = std::move(connection)] {
+            --waiting_;
+            connection();
+        });
+    }
+    void shutdown() override { pool_.shutdown(); }
+
+private:
+    httplib::ThreadPool pool_;
+    const std::size_t max_waiting_;
+    std::atomic<std::size_t> waiting_{0};
+};
+
 // httplib's server, with each connection served under ConnectionLimits: httplib bounds each
 // read and write, not a request, and offers no hook on an accepted socket but this one.
 class BoundedServer final : public httplib::Server {
@@ -173,6 +206,16 @@ public:
 
 private:
     bool process_and_close_socket(socket_t socket) override {
+        if (shedding_connection) {
+            static constexpr std::string_view kBusy =
+                "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n"
+                "Content-Length: 45\r\nConnection: close\r\n\r\n"
+                "too many connections to this endpoint: retry\n";
+            ::send(socket, kBusy.data(), kBusy.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+            ::shutdown(socket, SHUT_RDWR);
+            ::close(socket);
+            return false;
+        }
         DeadlineStream stream(socket, std::chrono::seconds{kRequestIoTimeoutSeconds});
         bool served = false;
         for (auto left = keep_alive_max_count_; left > 0 && svr_sock_ != INVALID_SOCKET; --left) {
@@ -197,9 +240,7 @@ HttpServer::HttpServer(const ListenAddress& address, Endpoints endpoints)
     // A scrape or a probe is tiny; the console's requests take one database connection in
     // turn. Several workers keep a scrape from waiting behind a page's requests, and each
     // client holds one for a bounded time (ConnectionLimits).
-    server_->new_task_queue = [workers = endpoints.limits.workers] {
-        return new httplib::ThreadPool(workers);
-    };
+    server_->new_task_queue = [limits = endpoints.limits] { return new BoundedQueue(limits); };
     // httplib's default sets SO_REUSEPORT, which lets a second process bind the same port and
     // silently take half the scrapes. SO_REUSEADDR alone still allows a quick restart.
     server_->set_socket_options([](socket_t socket) {

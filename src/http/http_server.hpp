@@ -57,8 +57,11 @@ std::optional<int> refused_body_status(bool has_transfer_encoding,
 // and its response, whatever pace it keeps (each read and write also has its own
 // kRequestIoTimeoutSeconds). A client that sends a byte every few seconds kept each read within
 // its timeout, and so held a worker for as long as it liked.
+// Connections beyond `workers` wait for one, `max_waiting` at most: any more are answered 503
+// at once and closed, so that no number of clients grows the server's memory or file handles.
 struct ConnectionLimits {
     std::size_t workers = 8;
+    std::size_t max_waiting = 64;
     std::chrono::milliseconds first_byte_wait{2000};
     std::chrono::milliseconds request_deadline{5000};
 };

@@ -266,6 +266,7 @@ TEST(HttpServer, requests_trickled_a_byte_at_a_time_are_cut_at_their_deadline) {
                                       {},
                                       {},
                                       ConnectionLimits{.workers = 2,
+                                                       .max_waiting = 64,
                                                        .first_byte_wait = 2000ms,
                                                        .request_deadline = 500ms}});
     std::vector<std::future<std::chrono::milliseconds>> trickles;
@@ -280,6 +281,50 @@ TEST(HttpServer, requests_trickled_a_byte_at_a_time_are_cut_at_their_deadline) {
     EXPECT_EQ(answered->status, 200);
     EXPECT_LT(std::chrono::steady_clock::now() - asked, 2s) << "the probe waited behind the trickles";
     for (auto& trickle : trickles) EXPECT_LT(trickle.get(), 2s) << "a trickled request outlived its deadline";
+}
+
+// Every accepted connection waited in httplib's queue for a worker, without bound: enough
+// clients grew the server's memory and file handles as they liked. Beyond `max_waiting` a
+// connection is answered 503 at once. With one worker and one place to wait, of five quick
+// connections that send nothing, at most two are not answered 503, whatever the order the
+// worker takes them in.
+TEST(HttpServer, connections_beyond_the_workers_and_the_waiting_room_are_answered_503_at_once) {
+    using namespace std::chrono_literals;
+    const HttpServer server({"127.0.0.1", 0},
+                            Endpoints{[] { return std::string(); },
+                                      [] { return std::optional<std::string>(); },
+                                      {},
+                                      {},
+                                      ConnectionLimits{.workers = 1,
+                                                       .max_waiting = 1,
+                                                       .first_byte_wait = 500ms,
+                                                       .request_deadline = 500ms}});
+    std::vector<int> sockets;
+    for (int i = 0; i < 5; ++i) {
+        const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in address{};
+        address.sin_family = AF_INET;
+        address.sin_port = htons(static_cast<std::uint16_t>(server.port()));
+        address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+        timeval timeout{0, 200000};
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+        sockets.push_back(fd);
+    }
+    int busy = 0;
+    for (const int fd : sockets) {
+        char answer[64] = {};
+        if (::recv(fd, answer, sizeof answer - 1, 0) > 0 &&
+            std::string_view(answer).starts_with("HTTP/1.1 503")) {
+            ++busy;
+        }
+        ::close(fd);
+    }
+    EXPECT_GE(busy, 3);
+    httplib::Client client("127.0.0.1", server.port());
+    const auto answered = client.Get("/healthz");
+    ASSERT_TRUE(answered) << "the server stopped serving";
+    EXPECT_EQ(answered->status, 200);
 }
 
 }  // namespace

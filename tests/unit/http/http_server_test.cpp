@@ -169,7 +169,8 @@ TEST(RefusedBodyStatus, a_body_of_unknown_or_excessive_length_is_refused_before_
 
 // Sends `head`, then up to `body_bytes` of body (as long as the server reads), and returns the
 // status line of the answer, "" if none came.
-std::string raw_exchange(int port, const std::string& head, std::size_t body_bytes) {
+// A TCP connection to the server on loopback; -1 if it cannot be made.
+int connect_to(int port) {
     const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in address{};
     address.sin_family = AF_INET;
@@ -177,8 +178,14 @@ std::string raw_exchange(int port, const std::string& head, std::size_t body_byt
     address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
         ::close(fd);
-        return "";
+        return -1;
     }
+    return fd;
+}
+
+std::string raw_exchange(int port, const std::string& head, std::size_t body_bytes) {
+    const int fd = connect_to(port);
+    if (fd < 0) return "";
     timeval timeout{5, 0};
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
@@ -233,16 +240,9 @@ TEST(HttpServer, a_request_body_of_unknown_or_excessive_length_is_refused_unread
 // A client that sends its request a byte every 100 ms, each read within its timeout: how long
 // until the server closes the connection (or `give_up`, if it never does).
 std::chrono::milliseconds trickle_until_closed(int port, std::chrono::milliseconds give_up) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_port = htons(static_cast<std::uint16_t>(port));
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     const auto started = std::chrono::steady_clock::now();
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
-        ::close(fd);
-        return std::chrono::milliseconds{0};
-    }
+    const int fd = connect_to(port);
+    if (fd < 0) return std::chrono::milliseconds{0};
     const std::string head = "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: " + std::string(1000, 'x');
     for (std::size_t i = 0; std::chrono::steady_clock::now() - started < give_up; ++i) {
         char byte = 0;
@@ -301,12 +301,8 @@ TEST(HttpServer, connections_beyond_the_workers_and_the_waiting_room_are_answere
                                                        .request_deadline = 500ms}});
     std::vector<int> sockets;
     for (int i = 0; i < 5; ++i) {
-        const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-        sockaddr_in address{};
-        address.sin_family = AF_INET;
-        address.sin_port = htons(static_cast<std::uint16_t>(server.port()));
-        address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+        const int fd = connect_to(server.port());
+        ASSERT_GE(fd, 0);
         timeval timeout{0, 200000};
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
         sockets.push_back(fd);

@@ -18,14 +18,14 @@
 #include <optional>
 
 #include "hourglass/time.hpp"
-#include "store/claim_store.hpp"
 
 namespace hourglass::loader {
 
 inline constexpr Milliseconds kHeartbeatEvery{1000};
 inline constexpr Milliseconds kPublishGrace{2000};
-// Passed to every claim and heartbeat (src/store/sql/claim_due.sql, heartbeat's takeover).
-inline constexpr Milliseconds kTakeoverAfter = store::kTakeoverAfter;
+// An instance whose heartbeat has been silent this long is taken for dead (fenced); passed to
+// every heartbeat (JobStore::heartbeat, forget_dead_instances.sql).
+inline constexpr Milliseconds kTakeoverAfter{3000};
 // A claim older than this that the loader does not hold is an orphan (a lost commit reply):
 // longer than any claim takes from its commit to the schedule (forward_ladder_wait, 2 s).
 inline constexpr Milliseconds kOrphanAge{5000};

@@ -28,10 +28,6 @@ struct ClaimLimit {
     std::size_t bytes = std::numeric_limits<std::size_t>::max();
 };
 
-// An instance whose heartbeat has been silent this long is taken for dead: its claims go to
-// others (live leases; docs/architecture.md "Fencing").
-inline constexpr Milliseconds kTakeoverAfter{3000};
-
 // What one claim took; `at_limit`: it stopped at a limit, so more may be claimable now.
 struct Claim {
     std::vector<ClaimedRun> runs;

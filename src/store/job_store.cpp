@@ -59,8 +59,9 @@ std::unique_ptr<pqxx::connection> connect(const StoreOptions& options) {
     // The server's side of the same: a client cut mid-transaction is noticed by its keepalives.
     // Within seconds, since a fenced instance keeps its claims while a session of it is open
     // (release_claims_of_fenced_owners.sql): a client cut from PostgreSQL is noticed about
-    // 4 s after its last packet, and a statement running for a vanished client is ended.
-    connection->set_variable("tcp_keepalives_idle", "2");
+    // 3 s after its last packet (so that its claims go back within the 5 s takeover), and a
+    // statement running for a vanished client is ended.
+    connection->set_variable("tcp_keepalives_idle", "1");
     connection->set_variable("tcp_keepalives_interval", "1");
     connection->set_variable("tcp_keepalives_count", "2");
     connection->set_variable("client_connection_check_interval", "'1s'");

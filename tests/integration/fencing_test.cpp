@@ -296,7 +296,7 @@ TEST_F(Fencing, every_session_bounds_its_lock_waits_statements_and_idle_transact
         own += std::string(own.empty() ? "" : " ") + name + "=" + store.session_setting(name);
     }
     EXPECT_EQ(own, "lock_timeout=2s statement_timeout=5min "
-                   "idle_in_transaction_session_timeout=1min tcp_keepalives_idle=2");
+                   "idle_in_transaction_session_timeout=1min tcp_keepalives_idle=1");
     // A beat that meets its own registration held by another transaction fails within the
     // bound (the thread reconnects and beats again), instead of waiting for that transaction.
     store.register_instance("a");

@@ -32,7 +32,7 @@ constexpr Ms kRecordAfter = 50;
 constexpr Ms kLockTimeout = 2000;        // store::kSessionLockWait
 constexpr Ms kRunFor = 120000;
 constexpr Ms kMaxParked = 15000;
-constexpr Ms kSessionEndsAfterCut = 4000;  // tcp_keepalives_idle 2 s + 2 probes 1 s apart
+constexpr Ms kSessionEndsAfterCut = 3000;  // tcp_keepalives_idle 1 s + 2 probes 1 s apart
 constexpr Ms kBriefRowLockWait = 250;      // store/row_locks.hpp
 
 // Which runs a claim may take from another owner: the ownership rule, or the rule before it

@@ -96,7 +96,7 @@ public:
     void cut(int instance, Ms from, Ms length) {
         at(from, [this, instance, length] {
             auto& n = node(instance);
-            // Cuts that overlap are one cut: its sessions end 4 s after the first began.
+            // Cuts that overlap are one cut: its sessions end 3 s after the first began.
             if (now_ >= n.cut_until) {
                 n.cut_since = now_;
                 n.faults.push_back({"cut from PostgreSQL", now_, now_ + length});

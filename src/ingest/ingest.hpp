@@ -14,13 +14,13 @@
 #include <unordered_set>
 #include <vector>
 
-#include "hourglass/defaults.hpp"
 #include "amqp/connection.hpp"
-#include "delay/topology.hpp"
-#include "hourglass/command.hpp"
-#include "hourglass/job.hpp"
 #include "common/database_clock.hpp"
 #include "common/metrics.hpp"
+#include "delay/topology.hpp"
+#include "hourglass/command.hpp"
+#include "hourglass/defaults.hpp"
+#include "hourglass/job.hpp"
 #include "ingest/command_channel.hpp"
 #include "store/command_store.hpp"
 #include "store/store_options.hpp"

@@ -9,11 +9,11 @@
 #include <string>
 #include <variant>
 
-#include "hourglass/defaults.hpp"
-#include "hourglass/command.hpp"
-#include "hourglass/message.hpp"
 #include "common/database_clock.hpp"
 #include "common/metrics.hpp"
+#include "hourglass/command.hpp"
+#include "hourglass/defaults.hpp"
+#include "hourglass/message.hpp"
 #include "ingest/ingest.hpp"
 #include "ingest/sql_rows.hpp"
 #include "store/sql_command_store.hpp"

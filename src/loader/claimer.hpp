@@ -25,11 +25,11 @@
 #include <string>
 #include <vector>
 
-#include "hourglass/defaults.hpp"
 #include "common/health.hpp"
 #include "common/log_budget.hpp"
 #include "common/retry.hpp"
 #include "delay/topology.hpp"
+#include "hourglass/defaults.hpp"
 #include "hourglass/job.hpp"
 #include "loader/burst_planner.hpp"
 #include "loader/claimer_inbox.hpp"

@@ -19,8 +19,8 @@
 #include <stop_token>
 #include <string>
 
-#include "hourglass/defaults.hpp"
 #include "common/database_clock.hpp"
+#include "hourglass/defaults.hpp"
 #include "loader/claimer_inbox.hpp"
 #include "loader/held_runs.hpp"
 #include "loader/insert_claim_desk.hpp"

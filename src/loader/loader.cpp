@@ -154,10 +154,15 @@ void Loader::adopt_insert_claims(const InsertClaimOffer& offer, std::vector<Clai
     claimer_doorbell_.ring(urgent);
 }
 
-store::StoreOptions Loader::own_connection_store_options() const {
+store::StoreOptions Loader::named_store_options() const {
     auto store_options = options_.store;
-    store_options.open_connections = nullptr;  // the loader's own connection counts for it
     store_options.session_owner = options_.owner;
+    return store_options;
+}
+
+store::StoreOptions Loader::own_connection_store_options() const {
+    auto store_options = named_store_options();
+    store_options.open_connections = nullptr;  // the loader's own connection counts for it
     return store_options;
 }
 
@@ -179,9 +184,7 @@ void Loader::run(std::stop_token stop) {
         name_this_thread("hg-loader-pub");
         publisher_.run(stop);
     });
-    auto claimer_store_options = options_.store;
-    claimer_store_options.session_owner = options_.owner;
-    claimer_.run(stop, claimer_store_options);
+    claimer_.run(stop, named_store_options());
 }
 
 }  // namespace hourglass::loader

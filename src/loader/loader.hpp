@@ -22,7 +22,6 @@
 #include <string>
 #include <vector>
 
-#include "hourglass/defaults.hpp"
 #include "amqp/connection.hpp"
 #include "common/database_clock.hpp"
 #include "common/health.hpp"
@@ -30,6 +29,7 @@
 #include "common/thread_priority.hpp"
 #include "delay/release_messages.hpp"
 #include "delay/topology.hpp"
+#include "hourglass/defaults.hpp"
 #include "hourglass/job.hpp"
 #include "loader/claimer.hpp"
 #include "loader/claimer_inbox.hpp"
@@ -178,6 +178,9 @@ private:
     static constexpr auto kRecordEvery = Milliseconds{50};
 
     // The store options of the heartbeat's and the recorder's connections.
+    // The store options of the loader's connections: each session named after this instance
+    // (StoreOptions::session_owner).
+    store::StoreOptions named_store_options() const;
     store::StoreOptions own_connection_store_options() const;
     // A claim's lease, at insert as by the claimer: the wait in memory before the publish (a
     // ladder step), then --lease.

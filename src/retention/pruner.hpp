@@ -13,8 +13,8 @@
 #include <stop_token>
 #include <thread>
 
-#include "hourglass/defaults.hpp"
 #include "common/metrics.hpp"
+#include "hourglass/defaults.hpp"
 #include "hourglass/time.hpp"
 #include "store/upkeep_store.hpp"
 

@@ -98,8 +98,27 @@ int run_migrate(const ServiceOptions& options, bool dry_run) {
     return 0;
 }
 
+namespace {
+
+// Instances hold a leader lock for one transaction (a batch of the SQL intake or retention);
+// a holder open this long is something else, which stops that task for every instance.
+constexpr Milliseconds kLeaderLockHeldLong{5000};
+
+// "none", or each leader lock held long and by whom (store/leader_locks.hpp).
+std::string leader_locks_held_long(store::StatsStore& store) {
+    std::string text;
+    for (const auto& holder : store.leader_lock_holders()) {
+        if (holder.open_for && *holder.open_for < kLeaderLockHeldLong) continue;
+        text += (text.empty() ? "" : "; ") + holder.lock + " held by " + store::describe(holder);
+    }
+    return text.empty() ? "none" : text;
+}
+
+}  // namespace
+
 int run_status(const ServiceOptions& options) {
-    const auto stats = store::open_stats_store(options.store())->stats();
+    const auto store = store::open_stats_store(options.store());
+    const auto stats = store->stats();
     const auto row = [](std::string_view label, const std::string& value) {
         char line[128];
         std::snprintf(line, sizeof line, "%-22s %s\n", std::string(label).c_str(), value.c_str());
@@ -119,7 +138,8 @@ int run_status(const ServiceOptions& options) {
               << row("lateness, last hour",
                      "p50 " + format_optional(stats.lateness.p50_ms) + " ms, p99 " +
                          format_optional(stats.lateness.p99_ms) + " ms, max " +
-                         format_optional(stats.lateness.max_ms) + " ms");
+                         format_optional(stats.lateness.max_ms) + " ms")
+              << row("leader locks held", leader_locks_held_long(*store));
     return 0;
 }
 

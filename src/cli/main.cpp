@@ -203,7 +203,7 @@ void add_service_commands(CLI::App& app, CommandLine& line) {
     add_pg_options(*line.migrate, line.migrate_options);
     line.migrate->add_flag("--dry-run", line.dry_run, "List pending migrations without applying them");
 
-    line.status = app.add_subcommand("status", "Show job counts, lag and lateness");
+    line.status = app.add_subcommand("status", "Show job counts, lag, lateness and leader locks held");
     add_common_options(*line.status, line.status_options);
     add_pg_options(*line.status, line.status_options);
 

@@ -43,6 +43,8 @@ void intake_session(const SqlIntakeOptions& options, const LoaderLink& loader,
                                          .body_bytes = options.limits.max_body_bytes,
                                          .json_bytes = store::SqlCommandLimits{}.json_bytes};
     LogBudget rejection_lines;
+    store::LeaderLockWatch leader_lock("sql_intake", "SQL intake",
+                                       "no command is taken from " + options.store.schema + ".commands");
     spdlog::info("SQL intake: taking commands from {}.commands", options.store.schema);
     while (!stop.stop_requested()) {
         const auto taken_at = options.clock->now_ms();
@@ -50,6 +52,7 @@ void intake_session(const SqlIntakeOptions& options, const LoaderLink& loader,
             return command_from_sql_row(row, taken_at, options.limits, options.names.input);
         });
         metrics.count(batch.outcomes);
+        leader_lock.log(batch.held_elsewhere, *store);
         for (const auto id : batch.receipts_replaced) {
             spdlog::error("SQL intake: command {} had a receipt already (an earlier command was "
                           "given its id with OVERRIDING SYSTEM VALUE by a role granted INSERT on "

@@ -43,13 +43,20 @@ Pruner::~Pruner() = default;  // the jthread asks the loop to stop and joins it
 
 void Pruner::prune_until_stopped(std::stop_token stop) {
     std::unique_ptr<store::RetentionStore> store;
+    store::LeaderLockWatch leader_lock("prune", "retention", "no ended job is deleted");
     do {
         try {
             if (!store) store = store::open_retention_store(options_.store);
             if (!options_.keep_ended_jobs) {
+                bool held_elsewhere = false;
                 const auto deleted = prune_round(
-                    [&](std::size_t limit) { return store->prune_ended(options_.retention, limit); },
+                    [&](std::size_t limit) {
+                        const auto batch = store->prune_ended(options_.retention, limit);
+                        held_elsewhere = !batch;
+                        return batch;
+                    },
                     options_, stop, [&](std::size_t batch) { rows_deleted_.increment(batch); });
+                leader_lock.log(held_elsewhere, *store);
                 if (deleted > 0) spdlog::info("retention: deleted {} ended jobs", deleted);
             }
             const auto rejection_age = options_.keep_ended_jobs

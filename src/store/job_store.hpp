@@ -135,6 +135,9 @@ public:
     std::int64_t count_prunable(Milliseconds retention);
     // Bytes of hourglass.jobs with its indexes and TOAST.
     std::int64_t table_bytes() override;
+
+    // Who holds the leader locks (LeaderLockStore, for the SQL intake, retention and status).
+    std::vector<LeaderLockHolder> leader_lock_holders() override;
     // Earliest due time of claimable pending jobs, to sleep until it enters the horizon.
     std::optional<TimePoint> next_claimable_due();
 

@@ -15,6 +15,7 @@
 
 #include "hourglass/command.hpp"
 #include "hourglass/time.hpp"
+#include "store/leader_locks.hpp"
 
 namespace hourglass::store {
 
@@ -57,7 +58,7 @@ struct SqlCommandBatch {
     std::vector<std::int64_t> receipts_replaced;
 };
 
-class SqlCommandStore {
+class SqlCommandStore : public LeaderLockStore {
 public:
     virtual ~SqlCommandStore() = default;
     // Takes up to limits.commands of the oldest commands (by id), turns each into a command

@@ -124,6 +124,23 @@ std::int64_t JobStore::count_prunable(Milliseconds retention) {
         .as<std::int64_t>();
 }
 
+std::vector<LeaderLockHolder> JobStore::leader_lock_holders() {
+    pqxx::read_transaction tx(*connection_);
+    std::vector<LeaderLockHolder> holders;
+    for (const auto& row : tx.exec_prepared("leader_lock_holders")) {
+        holders.push_back({.lock = row[0].as<std::string>(),
+                           .transaction_id = row[1].as<std::string>(),
+                           .pid = row[2].as<std::int64_t>(),
+                           .role = printable(row[3].as<std::string>(), kMaxNameBytes),
+                           .application = printable(row[4].as<std::string>(), kMaxNameBytes),
+                           .state = row[5].as<std::string>(),
+                           .open_for = row[6].is_null()
+                                           ? std::nullopt
+                                           : std::optional(Milliseconds(row[6].as<std::int64_t>()))});
+    }
+    return holders;
+}
+
 std::int64_t JobStore::table_bytes() {
     pqxx::read_transaction tx(*connection_);
     return tx.exec_prepared1("table_bytes")[0].as<std::int64_t>();

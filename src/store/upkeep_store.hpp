@@ -10,6 +10,7 @@
 
 #include "hourglass/job.hpp"
 #include "hourglass/time.hpp"
+#include "store/leader_locks.hpp"
 #include "store/store_options.hpp"
 
 namespace hourglass::store {
@@ -18,7 +19,7 @@ namespace hourglass::store {
 // grow the table without bound.
 inline constexpr std::size_t kKeptRejections = 100000;
 
-class StatsStore {
+class StatsStore : public LeaderLockStore {
 public:
     virtual ~StatsStore() = default;
     // Whether every migration this binary embeds is applied (readiness).
@@ -35,7 +36,7 @@ public:
     virtual std::int64_t live_instances(Milliseconds silent_for) = 0;
 };
 
-class RetentionStore {
+class RetentionStore : public LeaderLockStore {
 public:
     virtual ~RetentionStore() = default;
     // Deletes up to `limit` one-shot jobs ended longer than `retention` ago; nothing when another

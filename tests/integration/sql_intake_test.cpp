@@ -2,6 +2,8 @@
 // by inserting into hourglass.commands; a rollback schedules nothing; a hostile row is rejected
 // with its reason and holds up nothing behind it; a kill -9 in the middle loses and duplicates
 // nothing.
+#include <gmock/gmock.h>
+
 #include <map>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -275,6 +277,43 @@ TEST_F(SqlIntake, a_kill_mid_intake_loses_and_duplicates_nothing) {
     EXPECT_EQ(count("SELECT count(DISTINCT job_id) FROM command_receipts"), 20000);
     EXPECT_EQ(count("SELECT count(DISTINCT routing_key) FROM jobs"), 20000)
         << "each command became exactly one job";
+}
+
+// A transaction left open holding the intake's leader lock (an operator's session of hourglass's
+// role, a stuck client) stops the SQL intake of every instance without an error. hourglass names
+// it: `status` at once, the log once the same transaction has held it 30 s; when it ends, the
+// commands waiting are taken and the log says so.
+TEST_F(SqlIntake, a_transaction_holding_the_intake_lock_is_named_in_the_log_and_in_status) {
+    auto& process = start_hourglass();
+    wait_until_ready(process);
+    pqxx::connection holder(pg_url_);
+    pqxx::work hold(holder);
+    const auto pid = std::to_string(hold.exec1("SELECT pg_backend_pid()")[0].as<int>());
+    hold.exec("SELECT 1 FROM " + hold.quote_name(schema_) +
+              ".leader_locks WHERE name = 'sql_intake' FOR UPDATE");
+    transaction({"INSERT INTO commands (routing_key, properties, headers) VALUES "
+                 "('held.k', '{\"message_id\": \"held-1\"}', '{\"x-delay\": 600000}')"},
+                /*commit=*/true);
+    std::this_thread::sleep_for(6s);  // status names holders open 5 s and more (PostgreSQL's clock)
+    const auto status = run_cli({"status", "--pg-url", pg_url_, "--schema", schema_});
+    EXPECT_THAT(status.out, ::testing::ContainsRegex("leader locks held +sql_intake held by pid " +
+                                                     pid + " \\(role [^,]+, idle in transaction"));
+    const auto logged = [&](const std::string& text, std::chrono::milliseconds timeout) {
+        return wait_for(
+            [&] { return read_all(process.log_path()).find(text) != std::string::npos; }, timeout);
+    };
+    EXPECT_TRUE(logged("SQL intake: no command is taken from " + schema_ +
+                           ".commands while another transaction holds the leader lock 'sql_intake'",
+                       35s))
+        << process.log_tail();
+    EXPECT_TRUE(logged("pg_terminate_backend(" + pid + ")", 0s));
+    EXPECT_EQ(count("SELECT count(*) FROM command_receipts"), 0) << "taken under the lock";
+
+    hold.commit();
+    EXPECT_TRUE(eventually("SELECT status FROM command_receipts", "scheduled")) << process.log_tail();
+    EXPECT_TRUE(logged("SQL intake: the leader lock 'sql_intake' is free again", 5s));
+    EXPECT_THAT(run_cli({"status", "--pg-url", pg_url_, "--schema", schema_}).out,
+                ::testing::ContainsRegex("leader locks held +none"));
 }
 
 }  // namespace

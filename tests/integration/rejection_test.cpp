@@ -16,17 +16,9 @@ struct BadCommand {
     std::string error_mentions;  // the header (or body) and value the error must name
 };
 
-class Rejections : public HourglassTest {};
-
-TEST_F(Rejections, each_bad_command_is_rejected_with_a_reason_and_the_service_keeps_working) {
-    start_hourglass({"--max-body", "1000", "--max-delay", "1h"});
-    Client client(amqp_url_);
-    client.subscribe(out_exchange(), "#");
-    const auto replies = client.receipt_queue();
-    Client rejected_reader(amqp_url_);
-    rejected_reader.channel().consume(prefix_ + ".rejected", /*no_ack=*/true);
-
-    const std::vector<BadCommand> bad = {
+// One command for each rejection reason, with what its error must name.
+std::vector<BadCommand> bad_commands() {
+    return {
         {"no time header", [](Message& m) { remove_header(m.properties, "x-delay"); }, "x-delay"},
         {"two time headers",
          [](Message& m) { set_header(m.properties, "x-schedule-at", std::string("2030-01-01T00:00:00Z")); },
@@ -67,6 +59,19 @@ TEST_F(Rejections, each_bad_command_is_rejected_with_a_reason_and_the_service_ke
         {"routing key with SQL text is fine but not UTF-8",
          [](Message& m) { m.routing_key = std::string("'; DROP TABLE jobs; --\xff"); }, "routing key"},
     };
+}
+
+class Rejections : public HourglassTest {};
+
+TEST_F(Rejections, each_bad_command_is_rejected_with_a_reason_and_the_service_keeps_working) {
+    start_hourglass({"--max-body", "1000", "--max-delay", "1h"});
+    Client client(amqp_url_);
+    client.subscribe(out_exchange(), "#");
+    const auto replies = client.receipt_queue();
+    Client rejected_reader(amqp_url_);
+    rejected_reader.channel().consume(prefix_ + ".rejected", /*no_ack=*/true);
+
+    const auto bad = bad_commands();
 
     for (std::size_t i = 0; i < bad.size(); ++i) {
         SCOPED_TRACE(bad[i].name);

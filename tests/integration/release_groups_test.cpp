@@ -6,7 +6,7 @@
 #include <map>
 #include <set>
 
-#include "integration/harness.hpp"
+#include "integration/release_groups_fixture.hpp"
 #include "store/job_store.hpp"
 #include "store/migrations.hpp"
 
@@ -14,70 +14,6 @@ namespace hourglass::testing {
 namespace {
 
 using namespace std::chrono_literals;
-
-class ReleaseGroups : public HourglassTest {
-protected:
-    // One series of a /metrics scrape (0 when absent).
-    static double metric(const HourglassProcess& process, const std::string& name) {
-        const auto text = http_get(process.http_port(), "/metrics").body;
-        const auto at = text.find("\n" + name + " ");
-        return at == std::string::npos ? 0 : std::stod(text.substr(at + name.size() + 2));
-    }
-    // A fanout exchange of "the user" for targeted jobs, with `client` subscribed to it; the
-    // flags that let hourglass release to it.
-    std::string user_target(Client& client, const std::string& suffix) const {
-        const auto target = prefix_ + ".user." + suffix;
-        client.channel().declare_exchange(target, "fanout");
-        client.subscribe(target, "");
-        return target;
-    }
-    std::vector<std::string> allowing_user_targets(std::vector<std::string> flags) const {
-        flags.insert(flags.end(), {"--allow-exchange", prefix_ + "\\.user\\..*"});
-        return flags;
-    }
-    // A burst of `jobs` due at `due`, published past the delay queues: each arrived once (as
-    // `received`), none early or through a delay queue (x-death), with its routing key and
-    // without the headers only hourglass and the broker may see; each counted as a burst run
-    // and recorded done from one audit copy per publish batch.
-    // Each of `jobs` runs received once, none early, none through a delay queue, none with
-    // hourglass's own control headers; all counted as burst runs.
-    void expect_received_as_a_burst(const HourglassProcess& process,
-                                    const std::vector<Received>& received, int jobs, TimePoint due) {
-        std::map<std::string, int> times;
-        for (const auto& r : received) {
-            const auto id = string_header(r.message, "x-hourglass-id");
-            ++times[id];
-            EXPECT_GE(r.received_at, due) << id << " early";
-            EXPECT_EQ(find_header(r.message.properties, "x-death"), nullptr)
-                << id << " went through a delay queue";
-            for (const auto* name : {"BCC", "x-hourglass-exchange", "x-hourglass-observed-with"}) {
-                EXPECT_EQ(find_header(r.message.properties, name), nullptr) << id << ": " << name;
-            }
-            EXPECT_EQ(r.message.routing_key, "jobs.test");
-        }
-        EXPECT_EQ(times.size(), static_cast<std::size_t>(jobs)) << "lost";
-        EXPECT_EQ(received.size(), static_cast<std::size_t>(jobs)) << "duplicated";
-        EXPECT_EQ(metric(process, "hourglass_burst_runs_total"), jobs);
-    }
-    // As above, and every run ends done from one audit copy per publish batch.
-    void expect_released_as_a_burst(const HourglassProcess& process,
-                                    const std::vector<Received>& received, int jobs, TimePoint due) {
-        expect_received_as_a_burst(process, received, jobs, due);
-        ASSERT_TRUE(eventually("SELECT count(*) FROM jobs WHERE state = 'done' AND released_at >= due_at "
-                               "AND lateness_ms >= 0 AND released_run = 1",
-                               std::to_string(jobs), 15s))
-            << process.log_tail(30);
-        EXPECT_LT(metric(process, "hourglass_release_copies_total"), jobs / 10)
-            << "one copy per publish batch of the burst";
-    }
-    // scheduled_series, each job released to `target`.
-    std::vector<Message> targeted_series(const std::string& stem, int count, TimePoint due,
-                                         const std::string& target) const {
-        auto jobs = scheduled_series(stem, count, due);
-        for (auto& job : jobs) set_header(job.properties, "x-hourglass-exchange", target);
-        return jobs;
-    }
-};
 
 TEST_F(ReleaseGroups, a_hotspot_is_recorded_run_by_run_from_one_audit_copy_per_group) {
     auto& process = start_hourglass({"--horizon", "4s", "--delay-lanes", "4"});
@@ -531,106 +467,6 @@ TEST_F(ReleaseGroups, a_routing_key_equal_to_the_audit_key_is_released_once_and_
                            "FROM jobs",
                            "odd-key:done:true,plain-key:done:true", 10s));
     EXPECT_EQ(client.queue_size(prefix_ + ".delay.audit").value_or(1), 0u);
-}
-
-// An upgrade: a run that a previous version claimed and handed over into a queue of its
-// ladder, `old_queue` (TTL 2 s, dead-lettering into `old_route`), is released through the old
-// route and observed as before. The caller declares the old route as that version did, with
-// hourglass running with a horizon shorter than the run's 2 s (kHorizonBelowTheRun): else its
-// loader may claim the run between its insert and the previous version's claim.
-class PreviousLadder : public ReleaseGroups {
-protected:
-    static constexpr const char* kHorizonBelowTheRun = "1s";
-
-    // with_audit_key: the second ladder copied a release to the audit by a BCC key, the first
-    // copied every release.
-    void hand_over_through_a_previous_ladder(Client& client, const std::string& old_queue,
-                                             const std::string& old_route, bool with_audit_key) {
-        auto& broker = client.channel();
-        const amqp::Arguments classic{{"x-queue-type", std::string("classic")}};
-        auto delay_arguments = classic;
-        delay_arguments.emplace_back("x-message-ttl", std::int64_t{2000});
-        delay_arguments.emplace_back("x-dead-letter-exchange", old_route);
-        broker.declare_exchange(old_queue, "fanout");
-        broker.declare_queue(old_queue, delay_arguments);
-        broker.bind_queue(old_queue, old_queue, "");
-
-        store::JobStore store({pg_url_, schema_});
-        const auto due = std::chrono::time_point_cast<Milliseconds>(now_us()) + 2s;
-        ScheduleCommand job;
-        job.id = "old-ladder";
-        job.routing_key = "jobs.test";
-        job.due_at = due;
-        job.accepted_at = due - 3s;
-        const std::vector<Command> commands{Command{job, job.id, std::nullopt, std::nullopt}};
-        store.apply(commands);
-        ASSERT_EQ(store.claim_due("previous-version", due, 10, 60s).size(), 1u);
-        Message release;
-        release.exchange = old_queue;
-        release.routing_key = "jobs.test";
-        release.body = "body";
-        release.properties.delivery_mode = 2;
-        set_header(release.properties, "x-hourglass-id", std::string("old-ladder"));
-        set_header(release.properties, "x-hourglass-due", format_rfc3339_ms(due));
-        set_header(release.properties, "x-hourglass-run", std::int64_t{1});
-        if (with_audit_key) {
-            set_header(release.properties, "BCC", FieldArray{FieldValue{audit_key()}});
-        }
-        client.publish(release);
-        store.record_handed_over("previous-version",
-                                 {{"old-ladder", 1, std::nullopt, true, std::nullopt}});
-        released_due_ = due;
-    }
-
-    void expect_released_once_and_observed(Client& client, const HourglassProcess& process) {
-        const auto received = client.drain(3000ms, 10s);
-        ASSERT_EQ(received.size(), 1u);
-        EXPECT_EQ(string_header(received.front().message, "x-hourglass-id"), "old-ladder");
-        EXPECT_GE(received.front().received_at, released_due_);
-        EXPECT_TRUE(eventually("SELECT state FROM jobs WHERE id = 'old-ladder'", "done", 10s))
-            << process.log_tail(30);
-    }
-
-    std::string audit_key() const { return ".." + prefix_ + ".release-copied-to-the-audit.."; }
-
-private:
-    TimePoint released_due_;
-};
-
-// The first ladder: `<prefix>.delay.<ttl>` queues dead-lettering into a fanout exchange, and
-// from it through `<prefix>.delay.observe` to the audit queue.
-TEST_F(PreviousLadder, a_run_left_in_the_first_ladder_is_released_and_observed) {
-    auto& process = start_hourglass({"--horizon", kHorizonBelowTheRun});
-    Client client(amqp_url_);
-    client.subscribe(out_exchange(), "#");
-    auto& broker = client.channel();
-    const auto old_release = prefix_ + ".delay.release";
-    const auto old_observe = prefix_ + ".delay.observe";
-    const auto old_audit = prefix_ + ".delay.audit";  // the same audit queue
-    broker.declare_exchange(old_release, "fanout");
-    broker.bind_exchange(out_exchange(), old_release, "");
-    broker.declare_exchange(old_audit, "fanout");
-    broker.bind_queue(old_audit, old_audit, "");
-    broker.declare_exchange(old_observe, "direct", {{"alternate-exchange", old_audit}});
-    broker.bind_exchange(old_observe, old_release, "");
-    hand_over_through_a_previous_ladder(client, prefix_ + ".delay.2000", old_release, false);
-    expect_released_once_and_observed(client, process);
-}
-
-// The second ladder (2026-11-27): `<prefix>.delay.<ttl>ms` queues dead-lettering into the topic
-// exchange `<prefix>.delay.dispatch`, bound on `#` to the output and on the audit key to the
-// audit queue.
-TEST_F(PreviousLadder, a_run_left_in_the_topic_dispatch_ladder_is_released_and_observed) {
-    auto& process = start_hourglass({"--horizon", kHorizonBelowTheRun});
-    Client client(amqp_url_);
-    client.subscribe(out_exchange(), "#");
-    auto& broker = client.channel();
-    const auto old_dispatch = prefix_ + ".delay.dispatch";
-    broker.declare_exchange(old_dispatch, "topic");
-    broker.bind_exchange(out_exchange(), old_dispatch, "#");
-    broker.bind_queue(prefix_ + ".delay.audit", old_dispatch, audit_key());
-    hand_over_through_a_previous_ladder(client, prefix_ + ".delay.2000ms", old_dispatch, true);
-    expect_released_once_and_observed(client, process);
 }
 
 }  // namespace

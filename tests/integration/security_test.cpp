@@ -192,7 +192,50 @@ protected:
         return with_user(pg_url_, name, "secret-" + name);
     }
 
+    // Roles `_orders` and `_billing` with the documented intake grants, `_wide` with INSERT
+    // and SELECT on the whole of hourglass.commands; each connected, by its suffix.
+    std::map<std::string, std::unique_ptr<pqxx::connection>>& application_roles() {
+        const auto schema = db_->quote_name(schema_);
+        for (const auto* name : {"_orders", "_billing", "_wide"}) {
+            const auto role = schema_ + name;
+            roles_[name] = std::make_unique<pqxx::connection>(pg_role(role));
+            sql("GRANT USAGE ON SCHEMA " + schema + " TO " + db_->quote_name(role));
+            sql("GRANT SELECT ON " + schema + ".command_receipts TO " + db_->quote_name(role));
+            sql(std::string(name) == "_wide"
+                    ? "GRANT INSERT, SELECT ON " + schema + ".commands TO " + db_->quote_name(role)
+                    : "GRANT INSERT (routing_key, body, properties, headers), SELECT (id) ON " +
+                          schema + ".commands TO " + db_->quote_name(role));
+        }
+        return roles_;
+    }
+
+    // Inserts one command as an application role; returns its receipt's status, due time and
+    // error (empty, with a failure, if none came within 10 s).
+    std::array<std::string, 3> command_as(const std::string& role, const std::string& routing_key,
+                                          const std::string& properties, const std::string& headers) {
+        const auto schema = db_->quote_name(schema_);
+        pqxx::work tx(*roles_.at(role));
+        const auto id = tx.exec_params1("INSERT INTO " + schema + ".commands (routing_key, "
+                                        "properties, headers) VALUES ($1, $2, $3) RETURNING id",
+                                        routing_key, properties, headers)[0].as<std::int64_t>();
+        tx.commit();
+        std::array<std::string, 3> receipt;
+        EXPECT_TRUE(wait_for(
+            [&] {
+                pqxx::work read(*roles_.at(role));
+                const auto rows = read.exec_params(
+                    "SELECT status, coalesce(due_at::text, ''), coalesce(error, '') FROM " +
+                        schema + ".command_receipts WHERE command_id = $1", id);
+                if (rows.empty()) return false;
+                for (int i = 0; i < 3; ++i) receipt[i] = rows[0][i].as<std::string>();
+                return true;
+            },
+            std::chrono::seconds{10})) << "no receipt for command " << id << " of " << role;
+        return receipt;
+    }
+
     std::vector<std::string> rabbit_users_, pg_roles_;
+    std::map<std::string, std::unique_ptr<pqxx::connection>> roles_;
 };
 
 // docs/operating.md "Permissions", for this test's prefix P: configure ^P\..*, write ^(P\..*|amq\.default)$,
@@ -329,54 +372,22 @@ TEST_F(Permissions, with_the_owner_scope_each_role_acts_only_on_its_own_jobs) {
     const auto amqp_user = amqp_url_.substr(7, amqp_url_.find(':', 7) - 7);
     start_hourglass({"--command-scope", "owner", "--operator", amqp_user});
     const auto schema = db_->quote_name(schema_);
-    std::map<std::string, std::unique_ptr<pqxx::connection>> roles;
-    for (const auto* name : {"_orders", "_billing", "_wide"}) {
-        const auto role = schema_ + name;
-        roles[name] = std::make_unique<pqxx::connection>(pg_role(role));
-        sql("GRANT USAGE ON SCHEMA " + schema + " TO " + db_->quote_name(role));
-        sql("GRANT SELECT ON " + schema + ".command_receipts TO " + db_->quote_name(role));
-        sql(std::string(name) == "_wide"
-                ? "GRANT INSERT, SELECT ON " + schema + ".commands TO " + db_->quote_name(role)
-                : "GRANT INSERT (routing_key, body, properties, headers), SELECT (id) ON " +
-                      schema + ".commands TO " + db_->quote_name(role));
-    }
-    // Inserts one command as `role`; returns its receipt's status, due time and error.
-    const auto command = [&](const std::string& role, const std::string& routing_key,
-                             const std::string& properties, const std::string& headers) {
-        pqxx::work tx(*roles[role]);
-        const auto id = tx.exec_params1("INSERT INTO " + schema + ".commands (routing_key, "
-                                        "properties, headers) VALUES ($1, $2, $3) RETURNING id",
-                                        routing_key, properties, headers)[0].as<std::int64_t>();
-        tx.commit();
-        std::array<std::string, 3> receipt;
-        EXPECT_TRUE(wait_for(
-            [&] {
-                pqxx::work read(*roles[role]);
-                const auto rows = read.exec_params(
-                    "SELECT status, coalesce(due_at::text, ''), coalesce(error, '') FROM " +
-                        schema + ".command_receipts WHERE command_id = $1", id);
-                if (rows.empty()) return false;
-                for (int i = 0; i < 3; ++i) receipt[i] = rows[0][i].as<std::string>();
-                return true;
-            },
-            std::chrono::seconds{10})) << "no receipt for command " << id << " of " << role;
-        return receipt;
-    };
+    auto& roles = application_roles();
     const std::string later = R"({"x-delay": 600000})";
-    EXPECT_EQ(command("_orders", "shared.orders", R"({"message_id": "o-1"})", later)[0], "scheduled");
-    EXPECT_EQ(command("_billing", "shared.billing", R"({"message_id": "b-1"})", later)[0], "scheduled");
+    EXPECT_EQ(command_as("_orders", "shared.orders", R"({"message_id": "o-1"})", later)[0], "scheduled");
+    EXPECT_EQ(command_as("_billing", "shared.billing", R"({"message_id": "b-1"})", later)[0], "scheduled");
     EXPECT_EQ(sql("SELECT owner FROM jobs WHERE id = 'o-1'")[0][0].as<std::string>(), schema_ + "_orders");
 
-    const auto cancel_other = command("_billing", "", R"({"message_id": "o-1"})", R"({"x-cancel": true})");
+    const auto cancel_other = command_as("_billing", "", R"({"message_id": "o-1"})", R"({"x-cancel": true})");
     EXPECT_EQ(cancel_other[0], "rejected");
     EXPECT_THAT(cancel_other[2], HasSubstr("belongs to another owner"));
-    const auto taken = command("_billing", "x", R"({"message_id": "o-1"})", later);
+    const auto taken = command_as("_billing", "x", R"({"message_id": "o-1"})", later);
     EXPECT_EQ(taken[0], "rejected") << "a schedule under another owner's id";
     EXPECT_EQ(taken[1], "") << "and no word of that job's due time";
-    const auto replace = command("_billing", "x", R"({"message_id": "o-1"})",
-                                 R"({"x-delay": 1000, "x-replace": true})");
+    const auto replace = command_as("_billing", "x", R"({"message_id": "o-1"})",
+                                    R"({"x-delay": 1000, "x-replace": true})");
     EXPECT_EQ(replace[0], "rejected");
-    EXPECT_EQ(command("_billing", "", "{}", R"({"x-cancel-prefix": "shared."})")[0], "cancelled");
+    EXPECT_EQ(command_as("_billing", "", "{}", R"({"x-cancel-prefix": "shared."})")[0], "cancelled");
     EXPECT_EQ(job_state("o-1"), "pending") << "a prefix cancels only the owner's jobs";
     EXPECT_EQ(job_state("b-1"), "cancelled");
 

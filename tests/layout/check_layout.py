@@ -17,10 +17,6 @@ MAX_FILE_LINES = 600
 MAX_FUNCTION_LINES = 80
 # Known debts: path -> what is over (file length, or a function's name).
 DEBTS = {
-    "tests/integration/release_groups_test.cpp": {"file"},
-    "tests/integration/hostile_test.cpp": {"HostileSoak.every_hostile_command_ends_alone_and_canaries_are_released_on_time"},
-    "tests/integration/rejection_test.cpp": {"Rejections.each_bad_command_is_rejected_with_a_reason_and_the_service_keeps_working"},
-    "tests/integration/security_test.cpp": {"Permissions.with_the_owner_scope_each_role_acts_only_on_its_own_jobs"},
 }
 MEASURED = ("src", "include", "tests", "bench", "fuzz")
 

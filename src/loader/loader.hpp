@@ -177,10 +177,11 @@ private:
     // only widens the window in which a crash can cause a duplicate (reference §6, at least once).
     static constexpr auto kRecordEvery = Milliseconds{50};
 
-    // The store options of the heartbeat's and the recorder's connections.
     // The store options of the loader's connections: each session named after this instance
     // (StoreOptions::session_owner).
     store::StoreOptions named_store_options() const;
+    // The same for the heartbeat's and the recorder's connections, which the loader's own
+    // connection already counts for (/readyz).
     store::StoreOptions own_connection_store_options() const;
     // A claim's lease, at insert as by the claimer: the wait in memory before the publish (a
     // ladder step), then --lease.

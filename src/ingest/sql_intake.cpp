@@ -52,7 +52,7 @@ void intake_session(const SqlIntakeOptions& options, const LoaderLink& loader,
             return command_from_sql_row(row, taken_at, options.limits, options.names.input);
         });
         metrics.count(batch.outcomes);
-        leader_lock.log(batch.held_elsewhere, *store);
+        leader_lock.log(batch.held_elsewhere, *store, store::LeaderLockWatch::Clock::now());
         for (const auto id : batch.receipts_replaced) {
             spdlog::error("SQL intake: command {} had a receipt already (an earlier command was "
                           "given its id with OVERRIDING SYSTEM VALUE by a role granted INSERT on "

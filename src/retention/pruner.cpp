@@ -56,7 +56,7 @@ void Pruner::prune_until_stopped(std::stop_token stop) {
                         return batch;
                     },
                     options_, stop, [&](std::size_t batch) { rows_deleted_.increment(batch); });
-                leader_lock.log(held_elsewhere, *store);
+                leader_lock.log(held_elsewhere, *store, store::LeaderLockWatch::Clock::now());
                 if (deleted > 0) spdlog::info("retention: deleted {} ended jobs", deleted);
             }
             const auto rejection_age = options_.keep_ended_jobs

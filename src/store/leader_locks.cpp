@@ -63,11 +63,14 @@ std::optional<std::string> LeaderLockWatch::taken(Clock::time_point now) {
            seconds(held_for) + "; going on";
 }
 
-void LeaderLockWatch::log(bool held_elsewhere, LeaderLockStore& store) {
-    const auto now = Clock::now();
+void LeaderLockWatch::log(bool held_elsewhere, LeaderLockStore& store, Clock::time_point now) {
     if (!held_elsewhere) {
         if (const auto line = taken(now)) spdlog::info("{}", *line);
-    } else if (const auto line = this->held_elsewhere(store.leader_lock_holders(), now)) {
+        return;
+    }
+    if (holders_read_at_ && now - *holders_read_at_ < kHolderReadEvery) return;
+    holders_read_at_ = now;
+    if (const auto line = this->held_elsewhere(store.leader_lock_holders(), now)) {
         spdlog::warn("{}", *line);
     }
 }

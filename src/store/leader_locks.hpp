@@ -48,6 +48,10 @@ public:
     using Clock = std::chrono::steady_clock;
     static constexpr Milliseconds kDefaultWarnAfter{30000};
     static constexpr Milliseconds kDefaultRepeat{300000};
+    // How often log() reads the holders while the lock is held elsewhere: a second instance
+    // finds the intake held at many attempts while the first takes, and one read a second is
+    // enough to see the same transaction hold it for warn_after.
+    static constexpr Milliseconds kHolderReadEvery{1000};
 
     // `lock` is the row's name, `task` what leads by it ("SQL intake"), `stopped` what does not
     // happen meanwhile ("no command is taken from hourglass.commands").
@@ -61,9 +65,9 @@ public:
     // The task took its lock at `now`. Returns a line to log if a warning was given.
     std::optional<std::string> taken(Clock::time_point now);
 
-    // One attempt of the task at the lock, now: logs what the two above return, reading the
-    // holders from `store` only when the lock was held elsewhere.
-    void log(bool held_elsewhere, LeaderLockStore& store);
+    // One attempt of the task at the lock at `now`: logs what the two above return, reading the
+    // holders from `store` only when the lock was held elsewhere, at most every kHolderReadEvery.
+    void log(bool held_elsewhere, LeaderLockStore& store, Clock::time_point now);
 
 private:
     std::string lock_;
@@ -75,6 +79,7 @@ private:
     std::optional<std::string> holder_;
     Clock::time_point held_since_{};
     std::optional<Clock::time_point> warned_at_;
+    std::optional<Clock::time_point> holders_read_at_;
 };
 
 }  // namespace hourglass::store

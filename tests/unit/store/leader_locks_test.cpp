@@ -81,6 +81,33 @@ TEST_F(LeaderLocks, a_new_holder_starts_the_count_again) {
     EXPECT_TRUE(watch.held_elsewhere({holder("sql_intake", "10")}, now));
 }
 
+// A store whose holders are `holders`, counting the reads.
+struct FakeLeaderLockStore : LeaderLockStore {
+    std::vector<LeaderLockHolder> holders;
+    int reads = 0;
+    std::vector<LeaderLockHolder> leader_lock_holders() override {
+        ++reads;
+        return holders;
+    }
+};
+
+// A second instance finds the intake held at many attempts while the first takes: it reads
+// who holds it once a second at most, and not at all while it takes the lock itself.
+TEST_F(LeaderLocks, the_holders_are_read_at_most_once_a_second_and_only_when_held_elsewhere) {
+    FakeLeaderLockStore store;
+    store.holders = {holder("sql_intake", "9")};
+    for (int attempt = 0; attempt < 100; ++attempt) {
+        watch.log(true, store, now);
+        now += 10ms;
+    }
+    EXPECT_EQ(store.reads, 1);
+    now += 1s;
+    watch.log(true, store, now);
+    EXPECT_EQ(store.reads, 2);
+    for (int attempt = 0; attempt < 100; ++attempt) watch.log(false, store, now += 1s);
+    EXPECT_EQ(store.reads, 2);
+}
+
 TEST_F(LeaderLocks, a_holder_is_described_with_what_postgresql_shows) {
     EXPECT_EQ(describe(holder("prune", "1", 61s)),
               "pid 4242 (role hourglass, application psql, idle in transaction, open 61 s)");

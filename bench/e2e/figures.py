@@ -18,10 +18,13 @@ def median_round(rounds, by="lateness_p99_ms", medians=("lateness_p50_ms", "late
                  sums=("jobs", "lost", "early", "duplicates"), least=()):
     """One record for several rounds of a scenario: the median of each figure in `medians`, the
     sum of the counts in `sums`, the smallest of `least`, the per-round figures, and the rest
-    (cost, hand-over) from the round with the median of `by`."""
+    (cost, hand-over) from the round with the median of `by`. A figure no round has is left
+    out."""
     ordered = sorted(rounds, key=lambda r: r.get(by) or 0)
     out = dict(ordered[len(ordered) // 2])
     for key in medians:
+        if all(r.get(key) is None for r in rounds):
+            continue
         values = sorted(r.get(key) or 0 for r in rounds)
         out[key] = values[len(values) // 2]
         out[key + "_rounds"] = [r.get(key) for r in rounds]
@@ -74,3 +77,21 @@ def knee_of(rates):
             break
         knee = rate
     return knee
+
+
+def handover_summary(buckets, since=None):
+    """Upper bounds of p50 and p99 and the shares over 5 and 50 ms of a hand-over histogram
+    (cumulative buckets), less the buckets `since` of an earlier reading."""
+    if not buckets:
+        return None
+    if since:
+        before = dict(since)
+        buckets = [(le, n - before.get(le, 0)) for le, n in buckets]
+    total = buckets[-1][1]
+    if not total:
+        return None
+    def bound_ms(q):  # upper bound of the q-quantile: the first bucket holding it
+        return next((le * 1000 for le, n in buckets if n >= q * total), None)
+    return {"runs": int(total), "p50_ms_at_most": bound_ms(0.5), "p99_ms_at_most": bound_ms(0.99),
+            "over_5ms_share": round(1 - dict(buckets).get(0.005, 0) / total, 4),
+            "over_50ms_share": round(1 - dict(buckets).get(0.05, 0) / total, 4)}

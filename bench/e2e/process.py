@@ -10,7 +10,9 @@ import urllib.parse
 import urllib.request
 
 from .settings import HG, LINGER, LOGS, TAG, TICK, say
+from .figures import handover_summary
 from .measure import proc_stat
+
 
 class Hourglass:
     """One `hourglass run` with its own prefix and schema."""
@@ -52,9 +54,9 @@ class Hourglass:
         self.stop()
         raise RuntimeError(f"hourglass {self.name} did not start:\n{tail}")
 
-    def handover_lateness(self):
-        """The loader's own share of lateness, from /metrics: the histogram of publish time minus
-        the instant that releases a run on time (None if this binary has no such metric)."""
+    def handover_buckets(self):
+        """The loader's histogram of hand-over lateness as cumulative buckets [(le seconds,
+        runs)], from /metrics (None if this binary has no endpoint or no such metric)."""
         if not self.http_port:
             return None
         try:
@@ -63,14 +65,13 @@ class Hourglass:
             return None
         buckets = [(float("inf") if le == "+Inf" else float(le), float(n)) for le, n in
                    re.findall(r'^hourglass_handover_lateness_seconds_bucket\{le="([^"]+)"\} (\S+)$', text, re.M)]
-        if not buckets or not buckets[-1][1]:
-            return None
-        total = buckets[-1][1]
-        def bound_ms(q):  # upper bound of the q-quantile: the first bucket holding it
-            return next((le * 1000 for le, n in buckets if n >= q * total), None)
-        return {"runs": int(total), "p50_ms_at_most": bound_ms(0.5), "p99_ms_at_most": bound_ms(0.99),
-                "over_5ms_share": round(1 - dict(buckets).get(0.005, 0) / total, 4),
-                "over_50ms_share": round(1 - dict(buckets).get(0.05, 0) / total, 4)}
+        return buckets or None
+
+    def handover_lateness(self, since=None):
+        """The loader's own share of lateness: the histogram of publish time minus the instant
+        that releases a run on time, over the runs handed over after `since` (buckets read
+        earlier by handover_buckets; None: all of them)."""
+        return handover_summary(self.handover_buckets(), since)
 
     def metric(self, name):
         """The sum of a counter's series on /metrics (None without an endpoint)."""

@@ -61,8 +61,9 @@ SERVERS = {"broker": ("rabbitmq",), "hourglass": ("rabbitmq", "postgresql", "hou
            "bullmq": ("redis",), "pgboss": ("postgresql",), "graphile": ("postgresql",)}
 
 
-def one_run(system, rate, k, z, node, env, cpu):
+def one_run(system, rate, k, z, node, env, cpu, hg):
     jobs = int(rate * z["duration"])
+    handovers_before = hg.handover_buckets() if system == "hourglass" else None
     cpu.start()
     if system == "broker":
         r = run_driver([LATENESS, "--mode", "baseline", "--baseline-ttl", "5000", "--pattern", "steady",
@@ -73,9 +74,16 @@ def one_run(system, rate, k, z, node, env, cpu):
         r = run_peer(node, system, env, jobs, z["duration"], z["lead_s"], k)
     r.update(cpu.stop(r.get("jobs", jobs), SERVERS[system]))
     r.update({"rate": rate, "round": k, "duration_s": z["duration"]})
+    # hourglass's own share of the lateness: how late its loader published (the broker's TTL
+    # starts at the publish), apart from what the broker and the client add after it.
+    handover = hg.handover_lateness(since=handovers_before) if system == "hourglass" else None
+    if handover:
+        r.update({"handover_p99_ms_at_most": handover["p99_ms_at_most"],
+                  "handover_over_50ms_share": handover["over_50ms_share"]})
     say(f"   {system:9} {rate:>6}/s round {k}: p50 {r.get('lateness_p50_ms')} p99 {r.get('lateness_p99_ms')} "
         f"max {r.get('lateness_max_ms')} ms, lost {r.get('lost')}, dup {r.get('duplicates')}, "
-        f"servers {r['servers_cpu_us_per_job']} µs/job")
+        f"servers {r['servers_cpu_us_per_job']} µs/job"
+        + (f", hand-over p99 <= {handover['p99_ms_at_most']:g} ms" if handover else ""))
     return record("sweep-round", system, r)
 
 
@@ -99,7 +107,7 @@ def sweep():
             pushed = [s for s in systems if misses[s] < 2]
             for k in range(1, n + 1):
                 for system in (pushed if k % 2 else pushed[::-1]):
-                    by[system].setdefault(rate, []).append(one_run(system, rate, k, z, node, env, cpu))
+                    by[system].setdefault(rate, []).append(one_run(system, rate, k, z, node, env, cpu, hg))
                     time.sleep(1)
             for system in pushed:
                 misses[system] = 0 if within_knee(by[system][rate]) else misses[system] + 1
@@ -111,7 +119,7 @@ def sweep():
 # The figures of one rate: the median of its rounds (figures.median_round).
 FIGURES = ("lateness_p50_ms", "lateness_p99_ms", "lateness_max_ms", "servers_cpu_us_per_job",
            "client_cpu_us_per_job", "rabbitmq_cpu_us_per_job", "postgresql_cpu_us_per_job",
-           "redis_cpu_us_per_job", "hourglass_cpu_us_per_job")
+           "redis_cpu_us_per_job", "hourglass_cpu_us_per_job", "handover_p99_ms_at_most")
 
 
 def summarize(by, z, n):
@@ -120,7 +128,7 @@ def summarize(by, z, n):
         knee = knee_of(rates)
         medians[system] = [(rate, median_round(rounds, medians=FIGURES, sums=("lost", "duplicates")))
                            for rate, rounds in sorted(rates.items())]
-        rows = [{"rate": rate, **{key: m[key] for key in FIGURES},
+        rows = [{"rate": rate, **{key: m[key] for key in FIGURES if key in m},
                  "p99_each_round": m["lateness_p99_ms_rounds"], "lost": m["lost"],
                  "duplicates": m["duplicates"]} for rate, m in medians[system]]
         record("sweep", system, {"knee_jobs_per_s": knee, "knee_p99_ms": KNEE_P99_MS, "rounds": n,

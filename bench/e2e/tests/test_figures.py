@@ -7,10 +7,43 @@ import tempfile
 import unittest
 
 from bench import plotting
-from bench.e2e.figures import fmt, knee_of, median_round, retention_ms, statement_name
+from bench.e2e.figures import fmt, handover_summary, knee_of, median_round, retention_ms, statement_name
+
+
+class HandoverSummary(unittest.TestCase):
+    BEFORE = [(0.001, 90.0), (0.005, 95.0), (0.05, 96.0), (float("inf"), 100.0)]
+    AFTER = [(0.001, 180.0), (0.005, 193.0), (0.05, 195.0), (float("inf"), 200.0)]
+
+    def test_bounds_the_quantiles_of_the_runs_handed_over_since_an_earlier_reading(self):
+        out = handover_summary(self.AFTER, since=self.BEFORE)
+        # 100 runs since: 90 within 1 ms, 98 within 5 ms, 99 within 50 ms.
+        self.assertEqual(out["runs"], 100)
+        self.assertEqual(out["p50_ms_at_most"], 1.0)
+        self.assertEqual(out["p99_ms_at_most"], 50.0)
+        self.assertEqual(out["over_5ms_share"], 0.02)
+        self.assertEqual(out["over_50ms_share"], 0.01)
+
+    def test_without_an_earlier_reading_counts_every_run(self):
+        out = handover_summary(self.AFTER)
+        # 200 runs: 195 within 50 ms, short of the 198 that p99 needs.
+        self.assertEqual(out["runs"], 200)
+        self.assertEqual(out["p99_ms_at_most"], float("inf"))
+        self.assertEqual(out["over_5ms_share"], 0.035)
+
+    def test_nothing_handed_over_is_no_figure(self):
+        self.assertIsNone(handover_summary(self.BEFORE, since=self.BEFORE))
+        self.assertIsNone(handover_summary(None))
 
 
 class MedianRound(unittest.TestCase):
+    def test_a_figure_no_round_has_is_left_out(self):
+        rounds = [{"lateness_p99_ms": 9.0, "lost": 0, "duplicates": 0},
+                  {"lateness_p99_ms": 5.0, "lost": 0, "duplicates": 0}]
+        out = median_round(rounds, medians=("lateness_p99_ms", "handover_p99_ms_at_most"),
+                           sums=("lost",))
+        self.assertEqual(out["lateness_p99_ms"], 9.0)
+        self.assertNotIn("handover_p99_ms_at_most", out)
+
     def test_takes_the_median_of_each_figure_sums_counts_and_keeps_every_round(self):
         rounds = [
             {"lateness_p50_ms": 2.0, "lateness_p99_ms": 9.0, "lateness_max_ms": 30, "jobs": 10, "lost": 0,

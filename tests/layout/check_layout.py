@@ -23,7 +23,9 @@ MEASURED = ("src", "include", "tests", "bench", "fuzz")
 
 def sources(root, *folders):
     for folder in folders:
-        for base, _, files in os.walk(os.path.join(root, folder)):
+        for base, dirs, files in os.walk(os.path.join(root, folder)):
+            # Third-party code npm installs (bench/peers) is not ours to measure.
+            dirs[:] = [d for d in dirs if d != "node_modules"]
             for name in sorted(files):
                 if name.endswith((".cpp", ".hpp")):
                     path = os.path.join(base, name)

@@ -56,6 +56,12 @@ LoaderMetrics::LoaderMetrics(metrics::Registry& registry)
           "Publish time of a run into its delay queue minus the instant that releases it on time "
           "(due minus the queue's TTL); the release is late by at least this.",
           metrics::kLatenessBuckets)),
+      handover_confirm_seconds_(registry.add_histogram(
+          "hourglass_handover_confirm_seconds",
+          "Time from a run's publish to the broker's confirm of it. A delay queue starts the "
+          "run's TTL when the run arrives, before the confirm: a run confirmed this long after "
+          "its publish may be released up to this much late.",
+          metrics::kLatenessBuckets)),
       unconfirmed_publishes_(registry.add_gauge(
           "hourglass_unconfirmed_publishes",
           "Runs published to the delay queues and not yet confirmed by the broker.")),
@@ -78,6 +84,10 @@ LoaderMetrics::LoaderMetrics(metrics::Registry& registry)
 
 void LoaderMetrics::observe_handover_lateness(std::chrono::microseconds lateness) noexcept {
     handover_lateness_seconds_.observe(std::chrono::duration<double>(lateness).count());
+}
+
+void LoaderMetrics::observe_handover_confirm(std::chrono::microseconds latency) noexcept {
+    handover_confirm_seconds_.observe(std::chrono::duration<double>(latency).count());
 }
 
 void LoaderMetrics::set_clock_offset(std::chrono::microseconds offset) noexcept {

@@ -40,6 +40,10 @@ public:
     // How long after its publish instant (due − TTL) a run was published into a delay queue:
     // its release is late by at least this, whatever the broker does.
     void observe_handover_lateness(std::chrono::microseconds lateness) noexcept;
+    // How long the broker took to confirm a run the loader published. A delay queue starts a
+    // run's TTL when the run arrives, before its confirm: a run confirmed this long after its
+    // publish may be released up to this much late.
+    void observe_handover_confirm(std::chrono::microseconds latency) noexcept;
     void set_unconfirmed_publishes(std::size_t publishes) noexcept {
         unconfirmed_publishes_.set(static_cast<double>(publishes));
     }
@@ -67,6 +71,7 @@ private:
     metrics::Counter& publishes_withheld_;
     metrics::Counter& runs_set_aside_;
     metrics::Histogram& handover_lateness_seconds_;
+    metrics::Histogram& handover_confirm_seconds_;
     metrics::Gauge& unconfirmed_publishes_;
     metrics::Gauge& runs_held_;
     metrics::Gauge& handovers_waiting_;

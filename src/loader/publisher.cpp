@@ -64,6 +64,8 @@ void Publisher::settle_confirm(InFlight& in_flight, const amqp::Confirm& confirm
             continue;
         }
         const auto& run = *s.value.run;
+        with_.metrics.observe_handover_confirm(std::chrono::duration_cast<std::chrono::microseconds>(
+            clock_.steady() - s.value.sent_at));
         // An expired run is never observed: recorded as ended, never re-sent.
         runs.push_back({run.id, run.run, s.value.next_due,
                         options_.releases_observed && !s.value.expired, s.value.observed_with,
@@ -169,6 +171,7 @@ void Publisher::publish_batch(ReleaseChannel& channel, DueBatch& batch, InFlight
         with_.metrics.observe_handover_lateness(
             std::chrono::duration_cast<std::chrono::microseconds>(now - scheduled.publish_at));
         scheduled.published_at = std::chrono::time_point_cast<Milliseconds>(now);
+        scheduled.sent_at = clock_.steady();
         in_flight.published(sequence, std::move(scheduled));
     }
     held.release();

@@ -31,6 +31,8 @@ struct ScheduledRun {
     // thread, which would otherwise parse a cron expression per confirm of a burst.
     std::optional<TimePoint> next_due;
     TimePoint published_at{};  // set at its publish: its enqueued_at
+    // Its publish on the monotonic clock, for the time its confirm takes.
+    std::chrono::steady_clock::time_point sent_at{};
     // Handed over later than its x-hourglass-expires-after: goes to <prefix>.expired.
     bool expired = false;
     // A missed run of a job with x-cron-catchup: skip: goes to <prefix>.expired too.

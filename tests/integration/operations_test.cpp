@@ -95,6 +95,7 @@ TEST_F(Operations, metrics_are_prometheus_text_and_count_exactly_the_commands_th
     EXPECT_EQ(delta("hourglass_releases_observed_total"), 1);
     EXPECT_EQ(delta("hourglass_release_lateness_seconds_count"), 1);
     EXPECT_EQ(delta("hourglass_handover_lateness_seconds_count"), 1);
+    EXPECT_EQ(delta("hourglass_handover_confirm_seconds_count"), 1);
     EXPECT_EQ(series(after, "hourglass_unconfirmed_publishes"), 0);
     EXPECT_EQ(series(after, "hourglass_connected", {{"component", "ingest"}, {"peer", "rabbitmq"}}),
               1);

@@ -1,7 +1,8 @@
 // The publisher stage (src/loader/publisher.hpp) on a fake broker channel and a clock the test
 // moves, a round at a time: each run published at its instant and not before, nothing once the
 // last heartbeat is older than the grace, the rest of a batch withheld when a publish outlasts
-// it, and each confirm's run sent on: to the recorder, or back to the store.
+// it, and each confirm's run sent on: to the recorder, or back to the store; and how long each
+// confirm took.
 #include "loader/publisher.hpp"
 
 #include <gtest/gtest.h>
@@ -134,6 +135,26 @@ TEST_F(PublisherTest, a_nacked_run_goes_back_to_the_store_and_an_acked_one_to_th
     settle();
     EXPECT_EQ(to_give_back_.take().refused, std::vector<std::string>{"refused"});
     EXPECT_EQ(confirmed(), 1u);
+}
+
+// How long the broker takes to confirm a hand-over bounds how late the run reached its delay
+// queue, where its TTL starts (bench/journal/2026-12-07-what-bounds-the-sweep.md).
+TEST_F(PublisherTest, the_time_a_confirm_takes_is_measured_from_the_publish) {
+    leases_.beat_succeeded(clock_.steady());
+    schedule("a", now(), now() + 1s);
+    broker_.hold_confirms = true;
+    EXPECT_EQ(publish(), 1u);
+    clock_.advance(30ms);
+    broker_.hold_confirms = false;
+    settle();
+    EXPECT_EQ(confirmed(), 1u);
+    const auto histogram = [this](const std::string& le) {
+        return hourglass::testing::prometheus::parse(service_metrics_.registry().render_prometheus())
+            .value("hourglass_handover_confirm_seconds_bucket", {{"le", le}});
+    };
+    EXPECT_EQ(histogram("0.02"), 0) << "counted shorter than the 30 ms it took";
+    EXPECT_EQ(histogram("0.05"), 1);
+    EXPECT_EQ(metric("hourglass_handover_confirm_seconds_count"), 1);
 }
 
 }  // namespace

@@ -95,3 +95,13 @@ def handover_summary(buckets, since=None):
     return {"runs": int(total), "p50_ms_at_most": bound_ms(0.5), "p99_ms_at_most": bound_ms(0.99),
             "over_5ms_share": round(1 - dict(buckets).get(0.005, 0) / total, 4),
             "over_50ms_share": round(1 - dict(buckets).get(0.05, 0) / total, 4)}
+
+
+# The claim statement's parameters for the scale scenario's EXPLAIN (src/store/sql/claim_due.sql):
+# owner, due by, at most 1,000 runs, a 30 s lease, no re-send, a 64 MiB byte budget.
+CLAIM_EXPLAIN_ARGS = ("'bench-explain'", "'9999-12-31T00:00:00Z'", "1000", "30000", "NULL", "67108864")
+
+
+def parameter_count(sql):
+    """The number of parameters a statement takes: its highest $n."""
+    return max((int(n) for n in re.findall(r"\$(\d+)", sql)), default=0)

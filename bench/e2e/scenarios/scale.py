@@ -6,7 +6,7 @@ import subprocess
 import time
 
 from ..settings import HG, INGEST, LATENESS, PG_URL, Q, ROOT, SERVICES, SIZES, TAG, say
-from ..figures import statement_name
+from ..figures import CLAIM_EXPLAIN_ARGS, statement_name
 from ..measure import Measure, psql
 from ..process import Hourglass, RUNNING, run_driver
 from ..results import record
@@ -60,7 +60,7 @@ def claim_explain(schema, live_query, repeat=7):
                            f"source: ...{a[max(0, at - 60):at + 80]}\nran:    ...{b[max(0, at - 60):at + 80]}")
     sql = ["SET search_path = \"%s\";" % schema, f"PREPARE bench_claim AS {query};"]
     for _ in range(repeat):
-        sql += ["BEGIN;", "EXPLAIN (ANALYZE, BUFFERS) EXECUTE bench_claim('bench-explain', '9999-12-31T00:00:00Z', 1000, 30000, NULL, 67108864, 3000);", "ROLLBACK;"]
+        sql += ["BEGIN;", f"EXPLAIN (ANALYZE, BUFFERS) EXECUTE bench_claim({', '.join(CLAIM_EXPLAIN_ARGS)});", "ROLLBACK;"]
     cmd = [os.path.join(ROOT, "scripts", "services"), "psql", SERVICES, "-d", "hourglass", "-At"]
     r = subprocess.run(cmd, input="\n".join(sql) + "\n", capture_output=True, text=True)
     if r.returncode != 0:

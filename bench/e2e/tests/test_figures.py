@@ -7,7 +7,19 @@ import tempfile
 import unittest
 
 from bench import plotting
-from bench.e2e.figures import fmt, handover_summary, knee_of, median_round, retention_ms, statement_name
+from bench.e2e.figures import (CLAIM_EXPLAIN_ARGS, fmt, handover_summary, knee_of, median_round, parameter_count,
+                               retention_ms, statement_name)
+
+
+class ClaimExplain(unittest.TestCase):
+    def test_passes_as_many_arguments_as_the_claim_statement_takes(self):
+        # The scale scenario's EXPLAIN failed for a while after the statement lost a parameter.
+        with open(os.path.join("src", "store", "sql", "claim_due.sql")) as f:
+            self.assertEqual(len(CLAIM_EXPLAIN_ARGS), parameter_count(f.read()))
+
+    def test_counts_the_highest_parameter(self):
+        self.assertEqual(parameter_count("SELECT $2, $10, $1"), 10)
+        self.assertEqual(parameter_count("SELECT 1"), 0)
 
 
 class HandoverSummary(unittest.TestCase):

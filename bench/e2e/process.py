@@ -54,9 +54,9 @@ class Hourglass:
         self.stop()
         raise RuntimeError(f"hourglass {self.name} did not start:\n{tail}")
 
-    def handover_buckets(self):
-        """The loader's histogram of hand-over lateness as cumulative buckets [(le seconds,
-        runs)], from /metrics (None if this binary has no endpoint or no such metric)."""
+    def histogram_buckets(self, name="hourglass_handover_lateness_seconds"):
+        """A histogram's cumulative buckets [(le seconds, count)], from /metrics (None if this
+        binary has no endpoint or no such metric)."""
         if not self.http_port:
             return None
         try:
@@ -64,14 +64,14 @@ class Hourglass:
         except OSError:
             return None
         buckets = [(float("inf") if le == "+Inf" else float(le), float(n)) for le, n in
-                   re.findall(r'^hourglass_handover_lateness_seconds_bucket\{le="([^"]+)"\} (\S+)$', text, re.M)]
+                   re.findall(rf'^{re.escape(name)}_bucket\{{le="([^"]+)"\}} (\S+)$', text, re.M)]
         return buckets or None
 
     def handover_lateness(self, since=None):
         """The loader's own share of lateness: the histogram of publish time minus the instant
         that releases a run on time, over the runs handed over after `since` (buckets read
-        earlier by handover_buckets; None: all of them)."""
-        return handover_summary(self.handover_buckets(), since)
+        earlier by histogram_buckets; None: all of them)."""
+        return handover_summary(self.histogram_buckets(), since)
 
     def metric(self, name):
         """The sum of a counter's series on /metrics (None without an endpoint)."""

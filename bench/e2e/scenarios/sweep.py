@@ -12,7 +12,7 @@ import resource
 import time
 
 from bench import plotting
-from ..figures import KNEE_P99_MS, knee_of, median_round, within_knee
+from ..figures import KNEE_P99_MS, handover_summary, knee_of, median_round, within_knee
 from ..measure import broker_cpu_s, postgres_cpu_s, proc_stat
 from ..process import Hourglass, RUNNING, run_driver
 from ..results import record
@@ -20,6 +20,7 @@ from ..settings import AMQP_URL, COMMIT, LATENESS, Q, ROOT, RUN_ID, SIZES, TAG, 
 from .peers import Redis, node_and_packages, run_peer
 
 SYSTEMS = ("broker", "hourglass", "bullmq", "pgboss", "graphile")
+HANDOVER_HISTOGRAMS = ("hourglass_handover_lateness_seconds", "hourglass_handover_confirm_seconds")
 
 
 def pid_cpu_s(pid):
@@ -63,7 +64,8 @@ SERVERS = {"broker": ("rabbitmq",), "hourglass": ("rabbitmq", "postgresql", "hou
 
 def one_run(system, rate, k, z, node, env, cpu, hg):
     jobs = int(rate * z["duration"])
-    handovers_before = hg.handover_buckets() if system == "hourglass" else None
+    # hourglass's histograms before the round, so that the round's own runs can be told apart.
+    before = {name: hg.histogram_buckets(name) for name in HANDOVER_HISTOGRAMS} if system == "hourglass" else {}
     cpu.start()
     if system == "broker":
         r = run_driver([LATENESS, "--mode", "baseline", "--baseline-ttl", "5000", "--pattern", "steady",
@@ -74,16 +76,24 @@ def one_run(system, rate, k, z, node, env, cpu, hg):
         r = run_peer(node, system, env, jobs, z["duration"], z["lead_s"], k)
     r.update(cpu.stop(r.get("jobs", jobs), SERVERS[system]))
     r.update({"rate": rate, "round": k, "duration_s": z["duration"]})
-    # hourglass's own share of the lateness: how late its loader published (the broker's TTL
-    # starts at the publish), apart from what the broker and the client add after it.
-    handover = hg.handover_lateness(since=handovers_before) if system == "hourglass" else None
+    # hourglass's own share of the lateness, how late its loader published (a run published
+    # late is released at least that late), and how long the broker took to confirm each
+    # publish, which bounds how late the run reached its delay queue, where its TTL starts.
+    handover = confirm = None
+    if system == "hourglass":
+        handover, confirm = (handover_summary(hg.histogram_buckets(name), before[name])
+                             for name in HANDOVER_HISTOGRAMS)
     if handover:
         r.update({"handover_p99_ms_at_most": handover["p99_ms_at_most"],
                   "handover_over_50ms_share": handover["over_50ms_share"]})
+    if confirm:
+        r.update({"confirm_p99_ms_at_most": confirm["p99_ms_at_most"],
+                  "confirm_over_50ms_share": confirm["over_50ms_share"]})
     say(f"   {system:9} {rate:>6}/s round {k}: p50 {r.get('lateness_p50_ms')} p99 {r.get('lateness_p99_ms')} "
         f"max {r.get('lateness_max_ms')} ms, lost {r.get('lost')}, dup {r.get('duplicates')}, "
         f"servers {r['servers_cpu_us_per_job']} µs/job"
-        + (f", hand-over p99 <= {handover['p99_ms_at_most']:g} ms" if handover else ""))
+        + (f", hand-over p99 <= {handover['p99_ms_at_most']:g} ms" if handover else "")
+        + (f", confirmed within 50 ms {1 - confirm['over_50ms_share']:.0%}" if confirm else ""))
     return record("sweep-round", system, r)
 
 
@@ -119,7 +129,8 @@ def sweep():
 # The figures of one rate: the median of its rounds (figures.median_round).
 FIGURES = ("lateness_p50_ms", "lateness_p99_ms", "lateness_max_ms", "servers_cpu_us_per_job",
            "client_cpu_us_per_job", "rabbitmq_cpu_us_per_job", "postgresql_cpu_us_per_job",
-           "redis_cpu_us_per_job", "hourglass_cpu_us_per_job", "handover_p99_ms_at_most")
+           "redis_cpu_us_per_job", "hourglass_cpu_us_per_job", "handover_p99_ms_at_most",
+           "confirm_p99_ms_at_most")
 
 
 def summarize(by, z, n):

@@ -75,6 +75,8 @@ parser.add_argument("--no-build", action="store_true")
 
 parser.add_argument("--flavour", choices=("debian12", "forky"))  # handled by the shell part
 parser.add_argument("--no-variants", action="store_true")  # hotspot: the main burst only
+parser.add_argument("--sweep-rates")  # sweep: comma-separated rates instead of the table's
+parser.add_argument("--sweep-systems")  # sweep: comma-separated systems (scenarios/sweep.py)
 parser.add_argument("--compare")  # handled by the shell part (BENCH_COMPARE_HG)
 
 args = parser.parse_args()

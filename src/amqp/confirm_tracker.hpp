@@ -75,6 +75,8 @@ public:
         return open;
     }
 
+    // The oldest publish still open (the lowest sequence); null when none is.
+    const T* oldest() const noexcept { return open_.empty() ? nullptr : &open_.begin()->second.value; }
     bool empty() const noexcept { return open_.empty(); }
     std::size_t size() const noexcept { return open_.size(); }
     // Whether `sequence` is still open.

@@ -75,6 +75,7 @@ void add_loader_options(CLI::App& run, ServiceOptions& options) {
     add_setting(run, "--max-clock-offset", options.max_clock_offset);
     add_setting(run, "--stop-timeout", options.stop_timeout);
     add_setting(run, "--max-unconfirmed", options.max_unconfirmed);
+    add_setting(run, "--slow-confirm", options.slow_confirm);
     add_setting(run, "--max-in-memory-runs", options.max_in_memory_runs);
     add_setting(run, "--max-burst-runs", options.max_burst_runs);
     add_setting(run, "--delay-lanes", options.delay_lanes);

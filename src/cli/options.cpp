@@ -107,6 +107,8 @@ loader::LoaderOptions ServiceOptions::loader() const {
     options.lease = parse_duration(kLeaseOption, lease);
     options.max_clock_offset = parse_duration(kMaxClockOffsetOption, max_clock_offset);
     options.max_unconfirmed = max_unconfirmed;
+    options.slow_confirm = slow_confirm == "off" ? std::nullopt
+                                                 : std::optional{parse_duration(kSlowConfirmOption, slow_confirm)};
     options.max_in_memory_runs = max_in_memory_runs;
     options.max_burst_runs = max_burst_runs;
     options.realtime_publisher = parse_realtime_mode(realtime_publisher);
@@ -128,6 +130,7 @@ void ServiceOptions::validate_durations() const {
     parse_duration(kStopTimeoutOption, stop_timeout);
     parse_duration(kMaxClockOffsetOption, max_clock_offset);
     if (retention != "off") parse_duration(kRetentionOption, retention);
+    if (slow_confirm != "off") parse_duration(kSlowConfirmOption, slow_confirm);
 }
 
 std::optional<retention::RetentionOptions> ServiceOptions::retention_options() const {

@@ -36,6 +36,7 @@ struct ServiceOptions {
     std::string max_delay = setting("--max-delay").default_value;
     std::string stop_timeout = setting("--stop-timeout").default_value;
     std::string retention = setting("--retention").default_value;  // or "off"
+    std::string slow_confirm = setting("--slow-confirm").default_value;  // or "off"
     std::string max_clock_offset = setting("--max-clock-offset").default_value;
     std::size_t max_body = kDefaultMaxBody;
     std::size_t max_unconfirmed = loader::kDefaultMaxUnconfirmed;

@@ -114,6 +114,16 @@ std::vector<Setting> loader_settings() {
               "Hand-overs the loader may have awaiting the broker's confirm",
               "hand-overs the loader may have awaiting the broker's confirm; memory stays "
               "bounded by the loader's 64 MiB of claimed bodies and properties"),
+        duration("--slow-confirm", format_duration(loader::kDefaultSlowConfirm), kSlowConfirmOption,
+                 "A hand-over the broker confirms slower than this means it is busy: runs due "
+                 "later than 5 s are then held and handed over 5 s before they are due, until "
+                 "confirms are quick for 1 s; off: always a horizon ahead",
+                 "a hand-over the broker confirms slower than this means the broker is busy (a "
+                 "message's TTL starts when it reaches its queue): runs due later than 5 s are "
+                 "then held in memory and handed over 5 s before they are due, while they fill "
+                 "less than half of `--max-in-memory-runs`, until confirms are quick for 1 s; "
+                 "`off`: always hand over a horizon ahead ([Hand-over while the broker is "
+                 "busy](operating.md#hand-over-while-the-broker-is-busy))"),
         count("--max-in-memory-runs", loader::kDefaultMaxInMemoryRuns, CountRange{1000, 1000000},
               "Claimed runs the loader may hold while they wait for their publish time or a "
               "confirm; a burst is handed over at up to this many a second",

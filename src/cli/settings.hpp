@@ -33,6 +33,7 @@ inline constexpr DurationOption kRetentionOption{"--retention", Milliseconds{100
                                                 Milliseconds{36500LL * 86400000}};
 inline constexpr DurationOption kMaxClockOffsetOption{"--max-clock-offset", Milliseconds{1},
                                                      Milliseconds{3600000}};
+inline constexpr DurationOption kSlowConfirmOption{"--slow-confirm", Milliseconds{1}, Milliseconds{60000}};
 inline constexpr DurationOption kTimeoutOption{"--timeout", Milliseconds{100}, Milliseconds{3600000}};
 
 // The values a count option accepts, inclusive.

@@ -56,6 +56,8 @@ public:
     std::vector<std::optional<RunRef>> group(std::span<const BatchRun> batch, TimePoint now,
                                              unsigned first_lane) const;
 
+    const DelayLadder& ladder() const noexcept { return ladder_; }
+
 private:
     TopologyOptions topology_;
     DelayLadder ladder_;

@@ -54,6 +54,11 @@ namespace hourglass::loader {
 // 4.3.6 and in three of three on 3.10.8 (bench/journal/2026-11-22-to-12-04.md "The loader's confirm window").
 // Memory stays bounded by max_in_memory_bytes, which counts the runs in flight.
 inline constexpr std::size_t kDefaultMaxUnconfirmed = 4096;
+// A hand-over awaiting the broker's confirm longer than this means the broker is busy: runs
+// are then held for a near rung (--slow-confirm, loader/handover_pace.hpp). An idle broker
+// confirms within 10 ms on this project's 2-core machines; a saturated one took 50 to 200 ms
+// (bench/journal/2026-12-07-what-bounds-the-sweep.md).
+inline constexpr Milliseconds kDefaultSlowConfirm{20};
 // Claimed runs waiting for their publish time or a confirm (--max-in-memory-runs). Every run of
 // a burst waits for the same 1 s rung, so this is also the hand-over rate of a hotspot, a
 // second: 30,000 lets a 5 s horizon carry 100,000 due at one instant (20,000 did not), at an
@@ -97,6 +102,8 @@ struct LoaderOptions {
     RealtimeMode realtime_publisher = RealtimeMode::automatic;
     std::size_t claim_batch = 1000;
     std::size_t max_unconfirmed = kDefaultMaxUnconfirmed;
+    // Unset: runs are always handed over a horizon ahead (--slow-confirm off).
+    std::optional<Milliseconds> slow_confirm = kDefaultSlowConfirm;
     std::size_t max_in_memory_runs = kDefaultMaxInMemoryRuns;
     std::size_t max_in_memory_bytes = 64u << 20;
     // Burst release (above); 0 turns it off.

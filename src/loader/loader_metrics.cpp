@@ -47,6 +47,10 @@ LoaderMetrics::LoaderMetrics(metrics::Registry& registry)
           "hourglass_publishes_withheld_total",
           "Runs due for publishing that the loader gave back unpublished because its last "
           "heartbeat was too old to be sure the runs were still its own (a stall, a pause).")),
+      handover_held_(registry.add_counter(
+          "hourglass_handover_held_total",
+          "Runs held for a near rung because the broker was slow to confirm hand-overs (see "
+          "--slow-confirm): handed over 5 s before they are due rather than a horizon ahead.")),
       runs_set_aside_(registry.add_counter(
           "hourglass_runs_set_aside_total",
           "Claimed runs that AMQP cannot carry (a short string over 255 bytes in a row written "

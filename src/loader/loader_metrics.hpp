@@ -36,6 +36,8 @@ public:
     // Times another instance took this one for dead: it dropped what it held.
     void count_registration_lost() noexcept { registration_lost_.increment(1); }
     void count_publishes_withheld(std::size_t runs) noexcept { publishes_withheld_.increment(runs); }
+    // Runs held for a near rung while the broker was slow to confirm (HandoverPace).
+    void count_held_for_near_rung(std::size_t runs) noexcept { handover_held_.increment(runs); }
     void count_runs_set_aside(std::size_t runs) noexcept { runs_set_aside_.increment(runs); }
     // How long after its publish instant (due − TTL) a run was published into a delay queue:
     // its release is late by at least this, whatever the broker does.
@@ -69,6 +71,7 @@ private:
     metrics::Counter& orphaned_claims_;
     metrics::Counter& registration_lost_;
     metrics::Counter& publishes_withheld_;
+    metrics::Counter& handover_held_;
     metrics::Counter& runs_set_aside_;
     metrics::Histogram& handover_lateness_seconds_;
     metrics::Histogram& handover_confirm_seconds_;

@@ -72,6 +72,14 @@ public:
         burst_bytes_ = 0;
     }
 
+    // Whether a run may be held longer than its rung asks (HandoverPace): only while the runs
+    // held, burst runs aside, fill less than half the bounds, so that claims keep room for the
+    // runs due sooner.
+    bool room_to_hold_longer(std::size_t held_runs) const noexcept {
+        const auto held = held_runs - std::min(held_runs, burst_runs_) + reserved_runs_;
+        return held < bounds_.max_runs / 2 && others_bytes() < bounds_.max_bytes / 2;
+    }
+
     std::size_t burst_runs() const noexcept { return burst_runs_; }
     std::size_t bytes() const noexcept { return bytes_; }
     const MemoryBounds& bounds() const noexcept { return bounds_; }

@@ -12,7 +12,23 @@
 namespace hourglass::loader {
 
 Publisher::Publisher(Options options, Neighbours neighbours, Seams seams, StageClock clock)
-    : options_(options), with_(neighbours), seams_(std::move(seams)), clock_(std::move(clock)) {}
+    : options_(options),
+      with_(neighbours),
+      seams_(std::move(seams)),
+      clock_(std::move(clock)),
+      pace_(options.slow_confirm),
+      near_rung_(with_.release_messages.ladder().ttl_for(TimePoint{kNearLead}, TimePoint{})) {}
+
+void Publisher::note_confirm_wait(std::chrono::microseconds waited, std::chrono::steady_clock::time_point now) {
+    if (pace_.waited(waited, now) && slow_log_.take(now).log) {
+        spdlog::info("loader: the broker took {} ms to confirm a hand-over: runs due later than {} s "
+                     "are held and handed over then, until it confirms within {} ms for {} s "
+                     "(hourglass_handover_held_total)",
+                     waited.count() / 1000, near_rung_.count() / 1000,
+                     options_.slow_confirm->count() / 1000,
+                     std::chrono::seconds{HandoverPace::kCalmAfter}.count());
+    }
+}
 
 void Publisher::make_realtime() {
     if (options_.realtime == RealtimeMode::off) return;
@@ -64,8 +80,10 @@ void Publisher::settle_confirm(InFlight& in_flight, const amqp::Confirm& confirm
             continue;
         }
         const auto& run = *s.value.run;
-        with_.metrics.observe_handover_confirm(std::chrono::duration_cast<std::chrono::microseconds>(
-            clock_.steady() - s.value.sent_at));
+        const auto steady = clock_.steady();
+        const auto waited = std::chrono::duration_cast<std::chrono::microseconds>(steady - s.value.sent_at);
+        with_.metrics.observe_handover_confirm(waited);
+        note_confirm_wait(waited, steady);
         // An expired run is never observed: recorded as ended, never re-sent.
         runs.push_back({run.id, run.run, s.value.next_due,
                         options_.releases_observed && !s.value.expired, s.value.observed_with,
@@ -95,7 +113,7 @@ void Publisher::settle_confirm(InFlight& in_flight, const amqp::Confirm& confirm
     }
 }
 
-Publisher::DueBatch Publisher::take_due(std::stop_token stop) {
+Publisher::DueBatch Publisher::take_due(std::stop_token stop, const InFlight& in_flight) {
     DueBatch batch;
     batch.next_publish = clock_.now() + kIdleWait;
     // Only while this instance's claims are surely its own (live leases).
@@ -103,7 +121,14 @@ Publisher::DueBatch Publisher::take_due(std::stop_token stop) {
     TimePoint taken_at{};
     if (!stop.stop_requested() && may_publish) {
         taken_at = clock_.now();
-        auto due = with_.board.take_due(taken_at, options_.max_unconfirmed);
+        const auto steady = clock_.steady();
+        if (const auto* oldest = in_flight.oldest()) {
+            note_confirm_wait(std::chrono::duration_cast<std::chrono::microseconds>(steady - oldest->sent_at),
+                              steady);
+        }
+        auto due = with_.board.take_due(taken_at, options_.max_unconfirmed,
+                                        pace_.slow(steady) ? std::optional{near_rung_} : std::nullopt);
+        with_.metrics.count_held_for_near_rung(due.held_for_near_rung);
         batch.runs = std::move(due.runs);
         batch.window_full = due.window_full;
         if (due.next_publish) batch.next_publish = std::min(batch.next_publish, *due.next_publish);
@@ -232,7 +257,7 @@ void Publisher::publish_session(std::stop_token stop) {
 Publisher::DueBatch Publisher::publish_next(ReleaseChannel& channel, InFlight& in_flight,
                                             std::stop_token stop) {
     with_.metrics.set_unconfirmed_publishes(in_flight.size());
-    auto batch = take_due(stop);
+    auto batch = take_due(stop, in_flight);
     publish_batch(channel, batch, in_flight);
     return batch;
 }

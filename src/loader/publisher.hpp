@@ -6,7 +6,8 @@
 // its own (docs/architecture.md "Fencing"); the rest of a batch it may not publish goes back.
 // A confirmed run goes to the recorder (ConfirmedRuns); a refused one, or one whose publish may
 // not have arrived (a lost connection), back to the store through the claimer (RunsToGiveBack).
-// Takes: the board's due runs. Gives: confirmed runs, runs to give back. Owns: the publishes in
+// While the broker is slow to confirm (HandoverPace), runs due later than the near rung are
+// held for it. Takes: the board's due runs. Gives: confirmed runs, runs to give back. Owns: the publishes in
 // flight, the lane each rung's next publish takes, its connection.
 #pragma once
 
@@ -23,6 +24,7 @@
 #include "common/thread_priority.hpp"
 #include "delay/release_messages.hpp"
 #include "loader/claimer_inbox.hpp"
+#include "loader/handover_pace.hpp"
 #include "loader/confirmed_runs.hpp"
 #include "loader/held_runs.hpp"
 #include "loader/lease_keeper.hpp"
@@ -38,6 +40,11 @@ class Publisher {
 public:
     // How often an idle publisher looks at the board again.
     static constexpr auto kIdleWait = Milliseconds{100};
+    // While the broker is slow to confirm, runs due later than this (at least: the smallest rung
+    // of the ladder not shorter) are held and handed over this long before they are due. As
+    // long as a survivor takes an instance's claims over (5 s, reference §5 "Leases"): a run
+    // held for it in an instance that dies goes out no later than one held for its own rung.
+    static constexpr auto kNearLead = Milliseconds{5000};
 
     struct Options {
         std::size_t max_unconfirmed = 4096;
@@ -45,6 +52,9 @@ public:
         // False with --no-audit: nothing observes the releases (never re-sent as lost).
         bool releases_observed = true;
         RealtimeMode realtime = RealtimeMode::automatic;
+        // A publish awaiting its confirm longer than this means the broker is slow
+        // (--slow-confirm, HandoverPace); unset: runs are always handed over a horizon ahead.
+        std::optional<std::chrono::microseconds> slow_confirm;
     };
     // What the publisher takes from, asks and gives to; each outlives it.
     struct Neighbours {
@@ -96,7 +106,9 @@ private:
     // One connection's publishing: take the runs due, publish them, wait for confirms or the
     // next run; on a failure, what is unconfirmed goes back to the store.
     void publish_session(std::stop_token stop);
-    DueBatch take_due(std::stop_token stop);
+    DueBatch take_due(std::stop_token stop, const InFlight& in_flight);
+    // A publish has waited `waited` for its confirm (confirmed now, or still open).
+    void note_confirm_wait(std::chrono::microseconds waited, std::chrono::steady_clock::time_point now);
     // Takes the runs due and publishes them; returns the batch (what to wait for next).
     DueBatch publish_next(ReleaseChannel& channel, InFlight& in_flight, std::stop_token stop);
     void publish_batch(ReleaseChannel& channel, DueBatch& batch, InFlight& in_flight);
@@ -117,6 +129,9 @@ private:
     Seams seams_;
     StageClock clock_;
     unsigned next_lane_ = 0;  // consecutive publishes go to different lanes of their rung
+    HandoverPace pace_;
+    Milliseconds near_rung_;  // kNearLead, or the smallest rung not shorter
+    LogBudget slow_log_{1, std::chrono::minutes{1}};
     LogBudget release_nack_log_{1, std::chrono::minutes{1}};
 };
 

@@ -81,11 +81,21 @@ void ScheduleBoard::end_reservation(ClaimRoom reserved) {
     ledger_.end_reservation(reserved.runs, reserved.bytes);
 }
 
-ScheduleBoard::Due ScheduleBoard::take_due(TimePoint now, std::size_t max_unconfirmed) {
+ScheduleBoard::Due ScheduleBoard::take_due(TimePoint now, std::size_t max_unconfirmed,
+                                           std::optional<Milliseconds> near_rung) {
     Due due;
     std::lock_guard lock(mutex_);
     while (!schedule_.empty() && schedule_.top().publish_at <= now && in_flight_ < max_unconfirmed) {
-        due.runs.push_back(schedule_.take_top());
+        auto run = schedule_.take_top();
+        if (near_rung && !run.burst && run.run->due_at - now > *near_rung &&
+            ledger_.room_to_hold_longer(held_locked())) {
+            // Later than `now`: taken again at the near rung's instant, not in this loop.
+            run.publish_at = run.run->due_at - *near_rung;
+            schedule_.push(std::move(run));
+            ++due.held_for_near_rung;
+            continue;
+        }
+        due.runs.push_back(std::move(run));
         ++in_flight_;
     }
     due.window_full = in_flight_ >= max_unconfirmed;

@@ -58,10 +58,15 @@ public:
         std::optional<TimePoint> next_publish;  // of the earliest run left waiting
         bool window_full = false;            // max_unconfirmed publishes await confirms
         std::size_t held = 0;                // runs held (waiting or in flight) after it
+        std::size_t held_for_near_rung = 0;  // put back by `near_rung`
     };
     // Takes the runs whose publish instant is `now` or earlier, while fewer than
     // `max_unconfirmed` await confirms; they count as in flight until forget_published().
-    Due take_due(TimePoint now, std::size_t max_unconfirmed);
+    // With `near_rung` (the broker is slow, HandoverPace), a run due later than that from now,
+    // not a burst run, is put back until its due time minus `near_rung` instead, while the
+    // ledger has room to hold runs longer (MemoryLedger::room_to_hold_longer).
+    Due take_due(TimePoint now, std::size_t max_unconfirmed,
+                 std::optional<Milliseconds> near_rung = std::nullopt);
     // Runs taken by take_due are settled: confirmed, or back to the store.
     void forget_published(const std::vector<const ScheduledRun*>& runs);
     // Waits up to `wait` for schedule() or a stop.

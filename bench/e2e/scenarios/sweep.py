@@ -19,11 +19,16 @@ from ..results import record
 from ..settings import AMQP_URL, COMMIT, LATENESS, Q, ROOT, RUN_ID, SIZES, TAG, TICK, args, say
 from .peers import Redis, node_and_packages, run_peer
 
-SYSTEMS = ("broker", "hourglass", "bullmq", "pgboss", "graphile")
+SYSTEMS = ("broker", "hourglass", "hourglass-far", "bullmq", "pgboss", "graphile")
+# hourglass as run by the sweep, each with its own instance, prefix and schema: with its
+# defaults, and handing every run over a horizon ahead whatever the broker's pace.
+HOURGLASS_VARIANTS = {"hourglass": (), "hourglass-far": ("--slow-confirm", "off")}
 HANDOVER_HISTOGRAMS = ("hourglass_handover_lateness_seconds", "hourglass_handover_confirm_seconds")
 
 
 def pid_cpu_s(pid):
+    if pid is None:
+        return 0.0
     try:
         return proc_stat(pid)["cpu"] / TICK
     except (OSError, IndexError, ValueError):
@@ -59,13 +64,16 @@ class StackCpu:
 
 # The servers each system runs on (the client, load generator and handler, is apart).
 SERVERS = {"broker": ("rabbitmq",), "hourglass": ("rabbitmq", "postgresql", "hourglass"),
+           "hourglass-far": ("rabbitmq", "postgresql", "hourglass"),
            "bullmq": ("redis",), "pgboss": ("postgresql",), "graphile": ("postgresql",)}
 
 
 def one_run(system, rate, k, z, node, env, cpu, hg):
+    """hg: the system's hourglass instance (None for the others)."""
     jobs = int(rate * z["duration"])
     # hourglass's histograms before the round, so that the round's own runs can be told apart.
-    before = {name: hg.histogram_buckets(name) for name in HANDOVER_HISTOGRAMS} if system == "hourglass" else {}
+    before = {name: hg.histogram_buckets(name) for name in HANDOVER_HISTOGRAMS} if hg else {}
+    held_before = hg.metric("hourglass_handover_held_total") if hg else 0
     cpu.start()
     if system == "broker":
         r = run_driver([LATENESS, "--mode", "baseline", "--baseline-ttl", "5000", "--pattern", "steady",
@@ -73,16 +81,18 @@ def one_run(system, rate, k, z, node, env, cpu, hg):
                         "--min-delay", "5000", "--max-delay", "12000", "--drain", "30"],
                        f"sweep broker {rate}/s", echo=False)
     else:
-        r = run_peer(node, system, env, jobs, z["duration"], z["lead_s"], k)
+        r = run_peer(node, "hourglass" if hg else system, env, jobs, z["duration"], z["lead_s"], k)
     r.update(cpu.stop(r.get("jobs", jobs), SERVERS[system]))
     r.update({"rate": rate, "round": k, "duration_s": z["duration"]})
     # hourglass's own share of the lateness, how late its loader published (a run published
     # late is released at least that late), and how long the broker took to confirm each
     # publish, which bounds how late the run reached its delay queue, where its TTL starts.
     handover = confirm = None
-    if system == "hourglass":
+    if hg:
         handover, confirm = (handover_summary(hg.histogram_buckets(name), before[name])
                              for name in HANDOVER_HISTOGRAMS)
+        # Runs held for a near rung while the broker was slow to confirm (--slow-confirm).
+        r["held_for_near_rung"] = int((hg.metric("hourglass_handover_held_total") or 0) - (held_before or 0))
     if handover:
         r.update({"handover_p99_ms_at_most": handover["p99_ms_at_most"],
                   "handover_over_50ms_share": handover["over_50ms_share"]})
@@ -93,31 +103,51 @@ def one_run(system, rate, k, z, node, env, cpu, hg):
         f"max {r.get('lateness_max_ms')} ms, lost {r.get('lost')}, dup {r.get('duplicates')}, "
         f"servers {r['servers_cpu_us_per_job']} µs/job"
         + (f", hand-over p99 <= {handover['p99_ms_at_most']:g} ms" if handover else "")
-        + (f", confirmed within 50 ms {1 - confirm['over_50ms_share']:.0%}" if confirm else ""))
+        + (f", confirmed within 50 ms {1 - confirm['over_50ms_share']:.0%}" if confirm else "")
+        + (f", {r['held_for_near_rung']} held for the near rung" if hg else ""))
     return record("sweep-round", system, r)
+
+
+def chosen(z):
+    """The rates and systems: --sweep-rates and --sweep-systems, or the sizes' own."""
+    rates = tuple(int(r) for r in args.sweep_rates.split(",")) if args.sweep_rates else z["rates"]
+    systems = tuple(args.sweep_systems.split(",")) if args.sweep_systems else z["systems"]
+    unknown = [s for s in systems if s not in SYSTEMS]
+    if unknown:
+        raise SystemExit(f"--sweep-systems: unknown {', '.join(unknown)} (known: {', '.join(SYSTEMS)})")
+    return rates, systems
 
 
 def sweep():
     z = SIZES["sweep"]
     n = args.rounds if args.rounds > 1 else z["rounds"]
-    systems = z["systems"]
-    say(f"\n== sweep: {', '.join(systems)} at {', '.join(map(str, z['rates']))} jobs/s, {z['duration']} s "
+    rates, systems = chosen(z)
+    say(f"\n== sweep: {', '.join(systems)} at {', '.join(map(str, rates))} jobs/s, {z['duration']} s "
         f"each, {n} alternating rounds; knee: the highest rate with p99 <= {KNEE_P99_MS:g} ms in every round")
     node = node_and_packages()
     redis = Redis().start()
     try:
-        hg = Hourglass("sweep", "60s").start(); RUNNING.append(hg)
-        env = dict(os.environ, PEERS_AMQP_URL=AMQP_URL, PEERS_HOURGLASS_PREFIX=hg.prefix,
+        instances = {}  # system -> its hourglass
+        for system in systems:
+            if system in HOURGLASS_VARIANTS:
+                name = "sweep" if system == "hourglass" else system.replace("-", "")
+                instances[system] = Hourglass(name, "60s", extra=HOURGLASS_VARIANTS[system]).start()
+                RUNNING.append(instances[system])
+        env = dict(os.environ, PEERS_AMQP_URL=AMQP_URL,
                    PEERS_REDIS_URL=f"redis://127.0.0.1:{redis.port}", PEERS_PG_URL=os.environ["HOURGLASS_PG_ADMIN_URL"],
                    PEERS_TAG=TAG, PEERS_HOURGLASS_VERSION=COMMIT)
-        cpu = StackCpu(hg.proc.pid, redis.proc.pid)
+        envs = {s: dict(env, PEERS_HOURGLASS_PREFIX=instances[s].prefix) if s in instances else env for s in systems}
+        # An idle hourglass beside another system is not that system's cost: each system's
+        # "hourglass" CPU is its own instance's (none for the others).
+        cpus = {s: StackCpu(instances[s].proc.pid if s in instances else None, redis.proc.pid) for s in systems}
         by = {s: {} for s in systems}  # system -> rate -> rounds
         misses = {s: 0 for s in systems}
-        for rate in z["rates"]:
+        for rate in rates:
             pushed = [s for s in systems if misses[s] < 2]
             for k in range(1, n + 1):
                 for system in (pushed if k % 2 else pushed[::-1]):
-                    by[system].setdefault(rate, []).append(one_run(system, rate, k, z, node, env, cpu, hg))
+                    by[system].setdefault(rate, []).append(
+                        one_run(system, rate, k, z, node, envs[system], cpus[system], instances.get(system)))
                     time.sleep(1)
             for system in pushed:
                 misses[system] = 0 if within_knee(by[system][rate]) else misses[system] + 1
@@ -130,7 +160,7 @@ def sweep():
 FIGURES = ("lateness_p50_ms", "lateness_p99_ms", "lateness_max_ms", "servers_cpu_us_per_job",
            "client_cpu_us_per_job", "rabbitmq_cpu_us_per_job", "postgresql_cpu_us_per_job",
            "redis_cpu_us_per_job", "hourglass_cpu_us_per_job", "handover_p99_ms_at_most",
-           "confirm_p99_ms_at_most")
+           "confirm_p99_ms_at_most", "held_for_near_rung")
 
 
 def summarize(by, z, n):

@@ -67,6 +67,55 @@ TEST(ScheduleBoard, hands_over_runs_whose_instant_came_earliest_first_within_the
     EXPECT_EQ(due.next_publish, kNow + 1s);
 }
 
+// Runs whose instant has come (one a millisecond, in this order): one due in 5 s, a burst run
+// due in 30 s, and `far` runs due in 30 s and i ms.
+std::vector<ScheduledRun> near_burst_and_far(int far) {
+    std::vector<ScheduledRun> runs;
+    const auto add = [&](const std::string& id, Milliseconds due_in) {
+        runs.push_back(scheduled(id, kNow - 100ms + Milliseconds{runs.size()}));
+        runs.back().run->due_at = kNow + due_in;
+    };
+    add("near", 5s);
+    add("burst", 30s);
+    runs.back().burst = true;
+    for (int i = 0; i < far; ++i) add("far" + std::to_string(i), 30s + Milliseconds{i});
+    return runs;
+}
+
+std::vector<std::string> ids(const std::vector<ScheduledRun>& runs) {
+    std::vector<std::string> out;
+    for (const auto& run : runs) out.push_back(run.run->id);
+    return out;
+}
+
+// While the broker is slow (HandoverPace), runs due later than the near rung wait for it; runs
+// due sooner and burst runs go now.
+TEST(ScheduleBoard, with_a_near_rung_runs_due_later_wait_for_its_instant) {
+    ScheduleBoard board(bounds());
+    board.schedule(near_burst_and_far(3), {});
+    auto due = board.take_due(kNow, 100, Milliseconds{5000});
+    EXPECT_EQ(ids(due.runs), (std::vector<std::string>{"near", "burst"}));
+    EXPECT_EQ(due.held_for_near_rung, 3u);
+    EXPECT_EQ(due.next_publish, kNow + 25s) << "the near rung's instant of the earliest held";
+    EXPECT_EQ(due.held, 5u);
+
+    EXPECT_TRUE(board.take_due(kNow + 25s - 1ms, 100, Milliseconds{5000}).runs.empty());
+    due = board.take_due(kNow + 25s + 2ms, 100, Milliseconds{5000});
+    EXPECT_EQ(ids(due.runs), (std::vector<std::string>{"far0", "far1", "far2"}))
+        << "at the near rung's instant they go, slow or not";
+    EXPECT_EQ(due.held_for_near_rung, 0u);
+}
+
+// Held longer, runs keep room from the claims of runs due sooner: none is once the runs held
+// fill half the bounds (max_runs 10 here).
+TEST(ScheduleBoard, with_a_near_rung_no_run_waits_longer_once_half_the_bounds_are_held) {
+    ScheduleBoard board(bounds());
+    board.schedule(near_burst_and_far(4), {});
+    const auto due = board.take_due(kNow, 100, Milliseconds{5000});
+    EXPECT_EQ(due.runs.size(), 6u);
+    EXPECT_EQ(due.held_for_near_rung, 0u);
+}
+
 TEST(ScheduleBoard, held_runs_and_offers_take_room_from_the_next_claim_until_settled) {
     ScheduleBoard board(bounds());
     EXPECT_EQ(board.room_for_claim().runs, 4u);  // a claim batch

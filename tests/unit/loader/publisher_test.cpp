@@ -1,8 +1,8 @@
 // The publisher stage (src/loader/publisher.hpp) on a fake broker channel and a clock the test
 // moves, a round at a time: each run published at its instant and not before, nothing once the
 // last heartbeat is older than the grace, the rest of a batch withheld when a publish outlasts
-// it, and each confirm's run sent on: to the recorder, or back to the store; and how long each
-// confirm took.
+// it, and each confirm's run sent on: to the recorder, or back to the store; how long each
+// confirm took, and runs held for the near rung while confirms are slow.
 #include "loader/publisher.hpp"
 
 #include <gtest/gtest.h>
@@ -71,7 +71,7 @@ protected:
     metrics::ServiceMetrics service_metrics_;
     LoaderMetrics metrics_{service_metrics_.registry()};
     Publisher publisher_{{.max_unconfirmed = 100, .delay_lanes = 1, .releases_observed = true,
-                          .realtime = RealtimeMode::off},
+                          .realtime = RealtimeMode::off, .slow_confirm = 20ms},
                          {.board = board_,
                           .leases = leases_,
                           .release_messages = release_messages_,
@@ -155,6 +155,55 @@ TEST_F(PublisherTest, the_time_a_confirm_takes_is_measured_from_the_publish) {
     EXPECT_EQ(histogram("0.02"), 0) << "counted shorter than the 30 ms it took";
     EXPECT_EQ(histogram("0.05"), 1);
     EXPECT_EQ(metric("hourglass_handover_confirm_seconds_count"), 1);
+}
+
+// While the broker is slow to confirm, a run due later than the near rung waits for it: a run
+// that reaches its delay queue late starts its TTL late (reference §6.2). Slow is a confirm,
+// or the oldest publish still awaiting one, slower than --slow-confirm (20 ms here).
+TEST_F(PublisherTest, while_a_publish_awaits_its_confirm_too_long_runs_due_later_wait_for_the_near_rung) {
+    leases_.beat_succeeded(clock_.steady());
+    schedule("first", now(), now() + 1s);
+    broker_.hold_confirms = true;
+    EXPECT_EQ(publish(), 1u);
+    clock_.advance(20ms);
+    schedule("far", now(), now() + 30s);
+    EXPECT_EQ(publish(), 1u) << "20 ms is not slow yet";
+    clock_.advance(1ms);
+    const auto far_due = now() + 30s;
+    schedule("far2", now(), far_due);
+    schedule("soon", now(), now() + 3s);
+    EXPECT_EQ(publish(), 1u) << "only the run due within the near rung goes";
+    EXPECT_EQ(broker_.publishes().back().message.routing_key, "rk.soon");
+    EXPECT_EQ(metric("hourglass_handover_held_total"), 1);
+
+    broker_.hold_confirms = false;
+    settle();
+    leases_.beat_succeeded(clock_.steady());
+    clock_.advance(far_due - Publisher::kNearLead - now() - 1ms);
+    leases_.beat_succeeded(clock_.steady());
+    EXPECT_EQ(publish(), 0u);
+    clock_.advance(1ms);
+    EXPECT_EQ(publish(), 1u);
+    EXPECT_EQ(broker_.publishes().back().message.exchange, "hourglass.delay.ttl-5000ms");
+}
+
+TEST_F(PublisherTest, once_confirms_are_quick_for_a_second_runs_go_a_horizon_ahead_again) {
+    leases_.beat_succeeded(clock_.steady());
+    schedule("first", now(), now() + 1s);
+    broker_.hold_confirms = true;
+    EXPECT_EQ(publish(), 1u);
+    clock_.advance(30ms);
+    broker_.hold_confirms = false;
+    settle();  // a confirm slower than 20 ms: slow for a second from now
+    EXPECT_EQ(confirmed(), 1u);
+    clock_.advance(HandoverPace::kCalmAfter - 1ms);
+    leases_.beat_succeeded(clock_.steady());
+    schedule("held", now(), now() + 30s);
+    EXPECT_EQ(publish(), 0u);
+    clock_.advance(1ms);
+    schedule("far", now(), now() + 30s);
+    EXPECT_EQ(publish(), 1u) << "calm again";
+    EXPECT_EQ(broker_.publishes().back().message.routing_key, "rk.far");
 }
 
 }  // namespace

@@ -13,7 +13,7 @@ import time
 
 from bench import plotting
 from ..figures import KNEE_P99_MS, handover_summary, knee_of, median_round, within_knee
-from ..measure import broker_cpu_s, postgres_cpu_s, proc_stat
+from ..measure import broker_cpu_s, postgres_cpu_s, proc_stat, psql
 from ..process import Hourglass, RUNNING, run_driver
 from ..results import record
 from ..settings import AMQP_URL, COMMIT, LATENESS, Q, ROOT, RUN_ID, SIZES, TAG, TICK, args, say
@@ -35,8 +35,19 @@ def pid_cpu_s(pid):
         return 0.0
 
 
+def pg_counters():
+    """The WAL the PostgreSQL cluster has written and the statements it has run (every role's,
+    from pg_stat_statements, this query's aside), both cumulative."""
+    wal, calls = psql("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint, "
+                      "(SELECT coalesce(sum(calls), 0) FROM pg_stat_statements "
+                      "WHERE query NOT LIKE '%pg_stat_statements%')::bigint")[0]
+    return {"wal_bytes": int(wal), "sql_statements": int(calls)}
+
+
 class StackCpu:
-    """CPU seconds of every process a run involves, between start() and stop()."""
+    """CPU seconds of every process a run involves, between start() and stop(); for a system on
+    PostgreSQL also its WAL bytes and SQL statements (an idle hourglass's polls and heartbeats
+    beside it count too: a few statements a second)."""
 
     def __init__(self, hourglass_pid, redis_pid):
         self.pids = {"hourglass": hourglass_pid, "redis": redis_pid}
@@ -49,6 +60,8 @@ class StackCpu:
         return out
 
     def start(self):
+        # The counters first, so that their psql's CPU is outside the window.
+        self.pg_before = pg_counters()
         self.before = self.read()
         return self
 
@@ -59,6 +72,11 @@ class StackCpu:
         per_job = {f"{name}_cpu_us_per_job": round(1e6 * (after[name] - self.before[name]) / max(jobs, 1), 1)
                    for name in after}
         per_job["servers_cpu_us_per_job"] = round(sum(per_job[f"{n}_cpu_us_per_job"] for n in servers), 1)
+        if "postgresql" in servers:
+            pg_after = pg_counters()
+            per_job["wal_bytes_per_job"] = round((pg_after["wal_bytes"] - self.pg_before["wal_bytes"]) / max(jobs, 1))
+            per_job["sql_statements_per_job"] = round(
+                (pg_after["sql_statements"] - self.pg_before["sql_statements"]) / max(jobs, 1), 2)
         return per_job
 
 
@@ -102,6 +120,8 @@ def one_run(system, rate, k, z, node, env, cpu, hg):
     say(f"   {system:9} {rate:>6}/s round {k}: p50 {r.get('lateness_p50_ms')} p99 {r.get('lateness_p99_ms')} "
         f"max {r.get('lateness_max_ms')} ms, lost {r.get('lost')}, dup {r.get('duplicates')}, "
         f"servers {r['servers_cpu_us_per_job']} µs/job"
+        + (f", WAL {r['wal_bytes_per_job']} B and {r['sql_statements_per_job']} statements/job"
+           if "wal_bytes_per_job" in r else "")
         + (f", hand-over p99 <= {handover['p99_ms_at_most']:g} ms" if handover else "")
         + (f", confirmed within 50 ms {1 - confirm['over_50ms_share']:.0%}" if confirm else "")
         + (f", {r['held_for_near_rung']} held for the near rung" if hg else ""))
@@ -160,7 +180,7 @@ def sweep():
 FIGURES = ("lateness_p50_ms", "lateness_p99_ms", "lateness_max_ms", "servers_cpu_us_per_job",
            "client_cpu_us_per_job", "rabbitmq_cpu_us_per_job", "postgresql_cpu_us_per_job",
            "redis_cpu_us_per_job", "hourglass_cpu_us_per_job", "handover_p99_ms_at_most",
-           "confirm_p99_ms_at_most", "held_for_near_rung")
+           "confirm_p99_ms_at_most", "held_for_near_rung", "wal_bytes_per_job", "sql_statements_per_job")
 
 
 def summarize(by, z, n):

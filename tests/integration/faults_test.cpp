@@ -1,6 +1,7 @@
 // Faults beyond a plain restart (issue: nothing lost under faults): hourglass killed while the
 // audit records releases, a broker resource alarm that blocks every publisher (also for longer
-// than --resend-after), a paused broker, and a job's row kept locked by another transaction.
+// than --resend-after), a paused broker (also one slow to confirm hand-overs), and a job's row
+// kept locked by another transaction.
 #include <gmock/gmock.h>
 
 #include <csignal>
@@ -164,6 +165,52 @@ TEST_F(Faults, a_broker_paused_longer_than_resend_after_releases_each_run_once) 
     EXPECT_EQ(seen.size(), static_cast<std::size_t>(kJobs));
     EXPECT_EQ(copies, kJobs) << process.log_tail(20);
     EXPECT_TRUE(eventually("SELECT count(*) FROM jobs WHERE state = 'done'", std::to_string(kJobs), 30s));
+}
+
+// While the broker is slow to confirm (here: paused), a run due later than the 5 s rung is held
+// in memory and handed over 5 s before it is due (reference §6 "While the broker is busy"): a
+// delay queue starts a run's TTL when the run arrives, so one handed over into a busy broker
+// is released late. The runs come through the SQL intake, which needs no broker: a probe due
+// now, whose publish then awaits its confirm, and a run due in 12 s, claimed while it waits.
+// Handed over a horizon ahead, that run would be `enqueued` as soon as the broker continued.
+TEST_F(Faults, a_run_claimed_while_the_broker_is_slow_to_confirm_waits_for_the_near_rung) {
+    auto& process = start_hourglass();
+    Client client(amqp_url_);
+    client.subscribe(out_exchange(), "#");
+    const auto command = [&](const std::string& id, int delay_ms) {
+        sql("INSERT INTO commands (routing_key, properties, headers) VALUES ('slow." + id +
+            "', '{\"message_id\": \"" + id + "\"}', '{\"x-delay\": " + std::to_string(delay_ms) + "}')");
+        return eventually("SELECT (lease_owner IS NOT NULL OR state <> 'pending')::text FROM jobs "
+                          "WHERE id = '" + id + "'",
+                          "true", 10s);
+    };
+    {
+        BrokerPause pause;
+        ASSERT_TRUE(pause.paused());
+        ASSERT_TRUE(command("probe", 0)) << process.log_tail(20);
+        std::this_thread::sleep_for(200ms);  // its publish has awaited its confirm over 20 ms
+        ASSERT_TRUE(command("held", 12000)) << process.log_tail(20);
+        // Its publish instant for the 11 s rung comes within a second: the publisher takes it
+        // while the broker is still paused, and puts it back for the 5 s rung.
+        std::this_thread::sleep_for(1500ms);
+    }
+    const auto probe = client.receive(10s);
+    ASSERT_TRUE(probe) << process.log_tail(20);
+    EXPECT_EQ(string_header(probe->message, "x-hourglass-id"), "probe");
+    std::this_thread::sleep_for(1500ms);
+    EXPECT_EQ(job_state("held"), "pending") << "held in memory for the 5 s rung, not handed over";
+    EXPECT_TRUE(eventually("SELECT state FROM jobs WHERE id = 'held'", "enqueued", 10s));
+
+    const auto held = client.receive(15s);
+    ASSERT_TRUE(held) << process.log_tail(20);
+    EXPECT_EQ(string_header(held->message, "x-hourglass-id"), "held");
+    EXPECT_TRUE(client.drain(2000ms, 5s).empty()) << "released once";
+    ASSERT_TRUE(eventually("SELECT state FROM jobs WHERE id = 'held'", "done", 10s));
+    EXPECT_LT(sql("SELECT lateness_ms FROM jobs WHERE id = 'held'")[0][0].as<double>(), 1000.0);
+    const auto metrics = http_get(process.http_port(), "/metrics").body;
+    const auto at = metrics.find("\nhourglass_handover_held_total ");
+    ASSERT_NE(at, std::string::npos);
+    EXPECT_GE(std::stod(metrics.substr(at + 31)), 1.0);
 }
 
 // SIGTERM while the broker blocks every publisher: the process exits within --stop-timeout

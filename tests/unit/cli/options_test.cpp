@@ -175,6 +175,21 @@ TEST(ServiceOptions, defaults_match_the_spec) {
     EXPECT_EQ(loader.max_burst_runs, 20000u) << "bursts published past the delay queues";
     EXPECT_EQ(loader.realtime_publisher, RealtimeMode::automatic)
         << "the publisher asks for real-time scheduling unless told not to";
+    EXPECT_EQ(loader.slow_confirm, Milliseconds{20}) << "runs held for the near rung while the broker is slow";
+}
+
+TEST(ServiceOptions, slow_confirm_takes_a_duration_within_its_bounds_or_off) {
+    ServiceOptions options;
+    options.slow_confirm = "50ms";
+    EXPECT_EQ(options.loader().slow_confirm, Milliseconds{50});
+    options.slow_confirm = "off";
+    EXPECT_FALSE(options.loader().slow_confirm.has_value()) << "every run handed over a horizon ahead";
+    EXPECT_NO_THROW(options.validate_durations());
+    for (const auto* bad : {"0ms", "2m", "soon"}) {
+        options.slow_confirm = bad;
+        EXPECT_THROW(options.loader(), std::invalid_argument) << bad;
+        EXPECT_THROW(options.validate_durations(), std::invalid_argument) << bad;
+    }
 }
 
 // The audit records a burst once its copies stop coming, at most 10 s after the first, and

@@ -26,7 +26,7 @@ public:
 
     // Runs the next claim may take (0 when full), with `held_runs` scheduled or in flight.
     std::size_t claim_runs(std::size_t held_runs) const noexcept {
-        const auto held = held_runs - std::min(held_runs, burst_runs_) + reserved_runs_;
+        const auto held = others_runs(held_runs);
         if (held >= bounds_.max_runs || others_bytes() >= bounds_.max_bytes) return 0;
         return std::min(bounds_.claim_batch, bounds_.max_runs - held);
     }
@@ -76,8 +76,7 @@ public:
     // held, burst runs aside, fill less than half the bounds, so that claims keep room for the
     // runs due sooner.
     bool room_to_hold_longer(std::size_t held_runs) const noexcept {
-        const auto held = held_runs - std::min(held_runs, burst_runs_) + reserved_runs_;
-        return held < bounds_.max_runs / 2 && others_bytes() < bounds_.max_bytes / 2;
+        return others_runs(held_runs) < bounds_.max_runs / 2 && others_bytes() < bounds_.max_bytes / 2;
     }
 
     std::size_t burst_runs() const noexcept { return burst_runs_; }
@@ -85,6 +84,10 @@ public:
     const MemoryBounds& bounds() const noexcept { return bounds_; }
 
 private:
+    // Of `held_runs`, those not burst-held, plus reserved: what counts against max_runs.
+    std::size_t others_runs(std::size_t held_runs) const noexcept {
+        return held_runs - std::min(held_runs, burst_runs_) + reserved_runs_;
+    }
     // Held but not burst-held, plus reserved: what counts against max_bytes.
     std::size_t others_bytes() const noexcept {
         return bytes_ - std::min(bytes_, burst_bytes_) + reserved_bytes_;

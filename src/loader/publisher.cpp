@@ -67,6 +67,7 @@ void Publisher::settle_confirm(InFlight& in_flight, const amqp::Confirm& confirm
     std::vector<HandedOverRun> runs;
     std::vector<InFlight::Settled> refused;
     bool nacked_releases = false;
+    const auto steady = clock_.steady();  // one reading for the confirm's runs
     for (auto& s : settled) {
         // A publish to the release exchange is refused when one queue bound to it refuses its
         // copy (x-overflow reject-publish at its limit): the others may have theirs, so the run
@@ -80,7 +81,6 @@ void Publisher::settle_confirm(InFlight& in_flight, const amqp::Confirm& confirm
             continue;
         }
         const auto& run = *s.value.run;
-        const auto steady = clock_.steady();
         const auto waited = std::chrono::duration_cast<std::chrono::microseconds>(steady - s.value.sent_at);
         with_.metrics.observe_handover_confirm(waited);
         note_confirm_wait(waited, steady);
@@ -99,7 +99,7 @@ void Publisher::settle_confirm(InFlight& in_flight, const amqp::Confirm& confirm
         with_.confirmed.push(std::move(runs));
         with_.claimer.ring();  // memory freed: a claim may fill it
     }
-    if (nacked_releases && release_nack_log_.take(clock_.steady()).log) {
+    if (nacked_releases && release_nack_log_.take(steady).log) {
         spdlog::warn("loader: the broker refused releases (basic.nack): a queue bound to the "
                      "release exchange refuses messages (full, x-overflow reject-publish?); "
                      "they count as released, not sent again (hourglass_release_nacks_total)");
